@@ -55,8 +55,12 @@ static void dump_path(char *out, size_t n, pid_t pid)
 
 static struct pyjit_region tramp_region(int i, const char *name)
 {
-    return (struct pyjit_region){.code = arena[i], .size = sizeof(tramp), .name = name,
-                                 .unwind = PYJIT_UNWIND_TRAMPOLINE, .push_end = 1, .setup_end = 4,
+    return (struct pyjit_region){.code = arena[i],
+                                 .size = sizeof(tramp),
+                                 .name = name,
+                                 .unwind = PYJIT_UNWIND_TRAMPOLINE,
+                                 .push_end = 1,
+                                 .setup_end = 4,
                                  .pop_end = 13};
 }
 
@@ -516,7 +520,10 @@ static void test_lying_sizes(void **state)
     assert_int_equal(parse_copy(m, len, &d), -EPROTONOSUPPORT);
     assert_non_null(strstr(jitread_strerror(-EPROTONOSUPPORT), "byte"));
     jitread_free(&d);
-    memcpy(m, "\x7f" "ELF", 4);
+    memcpy(m,
+           "\x7f"
+           "ELF",
+           4);
     assert_int_equal(parse_copy(m, len, &d), -EINVAL);
     jitread_free(&d);
     memcpy(m, b, len);
