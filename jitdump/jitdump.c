@@ -226,8 +226,12 @@ int jitdump_code_load(struct jitdump *jd, const struct pyjit_region *r)
     size_t flen = strlen(file);
     size_t dbg_size = 0;
     if (lines) {
+        /* Rows in code order inside the code: perf turns them into one line sequence. */
+        for (size_t i = 0; i < r->nlines; i++)
+            if (r->lines[i].offset >= r->size || (i && r->lines[i].offset < r->lines[i - 1].offset))
+                return -EINVAL;
         size_t per = sizeof(struct jitdump_debug_entry) + flen + 1;
-        if (r->nlines >= (UINT32_MAX - sizeof(struct jitdump_debug_info)) / per - 1)
+        if (flen > UINT32_MAX / 4 || r->nlines + 1 > (UINT32_MAX - sizeof(struct jitdump_debug_info)) / per)
             return -E2BIG;
         dbg_size = sizeof(struct jitdump_debug_info) + (r->nlines + 1) * per;
     }

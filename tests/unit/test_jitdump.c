@@ -589,6 +589,14 @@ static void test_stride_and_errors(void **state)
     struct pyjit_region bad = tramp_region(0, "bad");
     bad.setup_end = 100; /* beyond the code: the encoder refuses it, nothing is written */
     assert_int_equal(jitdump_code_load(jd, &bad), -EINVAL);
+    static const struct pyjit_line unordered[] = {{4, 1}, {2, 2}}, outside[] = {{14, 1}};
+    bad = tramp_region(0, "lines");
+    bad.lines = unordered;
+    bad.nlines = 2;
+    assert_int_equal(jitdump_code_load(jd, &bad), -EINVAL);
+    bad.lines = outside;
+    bad.nlines = 1;
+    assert_int_equal(jitdump_code_load(jd, &bad), -EINVAL);
     bad = tramp_region(0, "empty");
     bad.size = 0;
     assert_int_equal(jitdump_code_load(jd, &bad), -EINVAL);
