@@ -351,6 +351,37 @@ static void test_summary(void **state)
     free(buf);
 }
 
+/* A run that caught nothing still writes valid, empty files in every format. */
+static void test_empty_profile(void **state)
+{
+    struct fixture *fx = *state;
+    struct profile e;
+    assert_int_equal(profile_init(&e), 0);
+    profile_finish(&e);
+    static const char *names[] = {"e.folded", "e.svg", "e.json", "e.pb.gz"};
+    for (int i = OUTPUT_FOLDED; i <= OUTPUT_PPROF; i++) {
+        char path[128];
+        snprintf(path, sizeof(path), "%s/%s", fx->dir, names[i]);
+        assert_int_equal(output_write(&e, output_format_from_path(path), path), 0);
+        size_t len = 0;
+        char *s = slurp(path, &len);
+        assert_non_null(s);
+        if (i == OUTPUT_FOLDED)
+            assert_int_equal(len, 0);
+        else
+            assert_true(len > 0);
+        if (i == OUTPUT_SVG)
+            assert_non_null(strstr(s, "0 samples"));
+        if (i == OUTPUT_SPEEDSCOPE)
+            assert_non_null(strstr(s, "\"name\":\"all threads\""));
+        free(s);
+    }
+    FILE *null = fopen("/dev/null", "w");
+    assert_int_equal(summary_print(&e, null, 10), 0);
+    fclose(null);
+    profile_free(&e);
+}
+
 static void test_render_args(void **state)
 {
     struct fixture *fx = *state;
@@ -396,6 +427,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_speedscope_content, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pprof_content, setup, teardown),
         cmocka_unit_test_setup_teardown(test_summary, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_empty_profile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_render_args, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
