@@ -9,7 +9,9 @@
  *
  * Files are replaced atomically: the writer fills a fresh temporary file in the destination's
  * directory (created O_EXCL|O_NOFOLLOW) and renames it over the path, so a reader never sees half
- * a file and a symlink planted at the path is replaced, never followed. "-" is stdout.
+ * a file and a symlink planted at the path is replaced, never followed. "-" (or /dev/stdout) is
+ * stdout; a FIFO or character device named directly (/dev/null, a pipe) is written in place;
+ * a directory or block device is refused.
  */
 #ifndef PYEBPF_OUTPUT_H
 #define PYEBPF_OUTPUT_H

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -161,6 +163,54 @@ static void test_symlink_not_followed(void **state)
     assert_int_equal(lstat(dangling, &st), 0);
     assert_true(S_ISREG(st.st_mode));
     assert_int_equal(access("/nonexistent/should-not-be-created", F_OK), -1);
+}
+
+/* A FIFO or a character device named as the output is written in place (renaming over it would
+ * leave a regular file there); a symlink to one is still replaced, never followed; a block
+ * device or a directory is refused. */
+static void test_special_files(void **state)
+{
+    struct fixture *fx = *state;
+    char fifo[128], got[128], link[128];
+    snprintf(fifo, sizeof(fifo), "%s/fifo", fx->dir);
+    snprintf(got, sizeof(got), "%s/got", fx->dir);
+    snprintf(link, sizeof(link), "%s/link.svg", fx->dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) { /* the reader at the other end of the pipe */
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "cat '%s' > '%s'", fifo, got);
+        _exit(system(cmd) == 0 ? 0 : 1);
+    }
+    assert_int_equal(output_write(&fx->p, OUTPUT_FOLDED, fifo), 0);
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct stat st;
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    char *s = slurp(got, NULL);
+    assert_non_null(strstr(s, "inner (/app/x.py:3) 30\n"));
+    free(s);
+
+    assert_int_equal(symlink(fifo, link), 0);
+    assert_int_equal(output_write(&fx->p, OUTPUT_SVG, link), 0); /* would block if followed */
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+
+    if (geteuid() == 0) {
+        char null[128], blk[128];
+        snprintf(null, sizeof(null), "%s/null", fx->dir);
+        snprintf(blk, sizeof(blk), "%s/blk", fx->dir);
+        assert_int_equal(mknod(null, S_IFCHR | 0666, makedev(1, 3)), 0);
+        assert_int_equal(output_write(&fx->p, OUTPUT_SVG, null), 0);
+        assert_int_equal(lstat(null, &st), 0);
+        assert_true(S_ISCHR(st.st_mode));
+        assert_int_equal(mknod(blk, S_IFBLK | 0600, makedev(7, 200)), 0);
+        assert_int_equal(output_write(&fx->p, OUTPUT_SVG, blk), -EINVAL);
+    }
+    assert_int_equal(output_write(&fx->p, OUTPUT_SVG, fx->dir), -EISDIR);
 }
 
 static void test_tmpfile_flags(void **state)
@@ -419,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_formats),
         cmocka_unit_test_setup_teardown(test_atomic_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_symlink_not_followed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_special_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tmpfile_flags, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stdout, setup, teardown),
