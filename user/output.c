@@ -362,6 +362,29 @@ static int utf8_len(const unsigned char *s)
     return n;
 }
 
+char *output_utf8_dup(const char *str)
+{
+    size_t n = strlen(str);
+    char *d = malloc(n + 1);
+    if (!d)
+        return NULL;
+    const unsigned char *s = (const unsigned char *)str;
+    size_t o = 0;
+    while (*s) {
+        int k = utf8_len(s);
+        if (k == 0) {
+            d[o++] = '?';
+            s++;
+        } else {
+            memcpy(d + o, s, (size_t)k);
+            o += (size_t)k;
+            s += k;
+        }
+    }
+    d[o] = '\0';
+    return d;
+}
+
 void output_xml_escape(FILE *f, const char *str)
 {
     const unsigned char *s = (const unsigned char *)str;

@@ -114,8 +114,21 @@ static uint32_t str_hash(const char *s)
     return h;
 }
 
-/* Index of `s` in the table, added when new; UINT32_MAX when out of memory. */
+static uint32_t str_index_clean(struct strtab *t, const char *s);
+
+/* Index of `s` in the table, added when new; UINT32_MAX when out of memory. Strings are stored
+ * as valid UTF-8 (decoders reject anything else in a proto3 string). */
 static uint32_t str_index(struct strtab *t, const char *s)
+{
+    char *clean = output_utf8_dup(s);
+    if (!clean)
+        return UINT32_MAX;
+    uint32_t i = str_index_clean(t, clean);
+    free(clean);
+    return i;
+}
+
+static uint32_t str_index_clean(struct strtab *t, const char *s)
 {
     if ((t->n + 1) * 2 > t->nslots) {
         uint32_t ns = t->nslots ? t->nslots * 2 : 256;

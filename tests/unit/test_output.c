@@ -288,6 +288,9 @@ static void test_escape(void **state)
     assert_string_equal(buf, "a&lt;b&gt;&amp;&quot;&#39;? \xc3\xa9 ? ?? ??? ??? \xf0\x9f\x94\xa5|"
                              "q\\\"\\\\\\u000a\\u001f \xc3\xa9 ??");
     free(buf);
+    char *d = output_utf8_dup("ok \xc3\xa9 \xff\xc3 \xf0\x9f\x94\xa5");
+    assert_string_equal(d, "ok \xc3\xa9 ?? \xf0\x9f\x94\xa5");
+    free(d);
 }
 
 static void test_svg_content(void **state)
