@@ -49,6 +49,7 @@ struct proc {
     struct jitsyms *jit;
     struct unwind_cache *ucache;
     uint64_t last_refresh_ns;
+    const struct map_entry *last; /* the mapping found last: frames cluster in few modules */
     struct proc_stats stats;
     bool counted; /* holds a use of shared_cache */
 };
@@ -168,6 +169,7 @@ int proc_refresh(struct proc *p)
     p->retired = r;
     p->maps = m;
     p->mods = mods;
+    p->last = NULL;
     p->last_refresh_ns = now_ns();
     p->stats.refreshes++;
     err = jitsyms_load(p->jit, p->pid, &p->maps, p->root);
@@ -259,7 +261,12 @@ static void load_mod(struct proc *p, size_t i)
 /* The mapping of ip (refreshing once when ip is outside all of them), or NULL. */
 static const struct map_entry *find_map(struct proc *p, uint64_t ip, size_t *idx)
 {
-    const struct map_entry *e = maps_find(&p->maps, ip);
+    const struct map_entry *e = p->last;
+    if (e && ip - e->start < e->end - e->start) {
+        *idx = (size_t)(e - p->maps.v);
+        return e; /* its module was loaded (or tried) when it became `last` */
+    }
+    e = maps_find(&p->maps, ip);
     if (!e && now_ns() - p->last_refresh_ns > REFRESH_MIN_NS && proc_refresh(p) == 0)
         e = maps_find(&p->maps, ip);
     if (!e)
@@ -267,6 +274,7 @@ static const struct map_entry *find_map(struct proc *p, uint64_t ip, size_t *idx
     *idx = (size_t)(e - p->maps.v);
     if (p->mods[*idx].state == MOD_UNLOADED)
         load_mod(p, *idx);
+    p->last = e;
     return e;
 }
 

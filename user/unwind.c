@@ -128,7 +128,8 @@ static enum step dwarf_step(const struct cfi_row *row, struct state *s, struct c
     const struct cfi_rule *ra = &row->reg[CFI_REG_RIP];
     if (ra->kind == CFI_RULE_UNDEFINED)
         return STEP_END;
-    struct state n = {.valid = BIT(CFI_REG_RSP)};
+    struct state n; /* registers outside n.valid are never read: no need to clear them */
+    n.valid = BIT(CFI_REG_RSP);
     n.r[CFI_REG_RSP] = cfa;
     for (size_t i = 0; i < sizeof(callee_saved); i++) {
         unsigned reg = callee_saved[i];
