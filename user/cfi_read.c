@@ -307,7 +307,8 @@ static int build_index(struct cfi_table *t)
             break;
         off = next;
     }
-    qsort(t->index, t->nindex, sizeof(*t->index), cmp_index);
+    if (t->nindex)
+        qsort(t->index, t->nindex, sizeof(*t->index), cmp_index);
     return 0;
 }
 
