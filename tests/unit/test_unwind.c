@@ -388,6 +388,13 @@ static void test_jit_region(void **state)
     snap_free(s);
 }
 
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* -- A live python3.11 (stripped, no frame pointers), stopped with ptrace ------------------- */
 
 #define PY311 "/usr/bin/python3.11"
@@ -431,7 +438,9 @@ static void test_live_python(void **state)
     assert_true(pid > 0);
     usleep(300 * 1000);
     struct proc *p;
+    uint64_t t0 = mono_ns();
     assert_int_equal(proc_open(&p, pid), 0);
+    uint64_t t_open = mono_ns() - t0, t_first = 0;
     int good = 0;
     for (int round = 0; round < 5; round++) {
         assert_int_equal(ptrace(PTRACE_SEIZE, pid, 0, 0), 0);
@@ -450,9 +459,12 @@ static void test_live_python(void **state)
         uint64_t ips[256];
         char nm[256][128];
         unsigned stop;
+        t0 = mono_ns();
         int n = proc_unwind(p, UNWIND_DWARF, &s->regs, s->stack, s->len, s->addr, ips, 256,
                             &stop);
         names(p, ips, n, nm);
+        if (round == 0)
+            t_first = mono_ns() - t0;
         int evals = 0;
         for (int i = 0; i < n; i++)
             evals += !strcmp(nm[i], "_PyEval_EvalFrameDefault");
@@ -461,8 +473,9 @@ static void test_live_python(void **state)
         if (!ok && round == 4)
             dump(nm, n, stop);
         if (round == 0)
-            print_message("# python3.11: %d frames, %d eval-loop frames, stop %#x\n", n, evals,
-                          stop);
+            print_message("# python3.11: %d frames, %d eval-loop frames, stop %#x; proc_open "
+                          "%.2f ms, first unwind + symbolise (loads the files) %.2f ms\n",
+                          n, evals, stop, t_open / 1e6, t_first / 1e6);
         good += ok;
         snap_free(s);
         usleep(20 * 1000);
@@ -479,12 +492,6 @@ static void test_live_python(void **state)
 
 #define BENCH_ITERS 20000
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static __attribute__((noinline)) int bench_own_loop(struct proc *p, struct snap *s, int iters,
                                                     size_t max)
