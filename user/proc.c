@@ -127,8 +127,8 @@ void proc_close(struct proc *p)
 
 static bool same_file(const struct map_entry *a, const struct map_entry *b)
 {
-    return a->inode == b->inode && a->dev_major == b->dev_major &&
-           a->dev_minor == b->dev_minor && a->deleted == b->deleted && !strcmp(a->path, b->path);
+    return a->inode == b->inode && a->dev_major == b->dev_major && a->dev_minor == b->dev_minor &&
+           a->deleted == b->deleted && !strcmp(a->path, b->path);
 }
 
 int proc_refresh(struct proc *p)
@@ -317,8 +317,7 @@ int proc_format(const struct symres *r, char *buf, size_t size)
     if (r->name)
         return snprintf(buf, size, "%s", r->name);
     if (r->module)
-        return snprintf(buf, size, "%s+0x%llx", maps_basename(r->module),
-                        (unsigned long long)r->offset);
+        return snprintf(buf, size, "%s+0x%llx", maps_basename(r->module), (unsigned long long)r->offset);
     return snprintf(buf, size, "[unknown]");
 }
 
@@ -348,12 +347,10 @@ static int find_cfi(void *arg, uint64_t ip, const struct cfi_table **cfi, uint64
     return -ENOENT;
 }
 
-int proc_unwind(struct proc *p, enum unwind_mode mode, const struct unwind_regs *regs,
-                const uint8_t *stack, size_t stack_len, uint64_t stack_addr, uint64_t *ips,
-                size_t max, unsigned *stop)
+int proc_unwind(struct proc *p, enum unwind_mode mode, const struct unwind_regs *regs, const uint8_t *stack,
+                size_t stack_len, uint64_t stack_addr, uint64_t *ips, size_t max, unsigned *stop)
 {
-    return unwind_stack(p->ucache, find_cfi, p, mode, regs, stack, stack_len, stack_addr, ips,
-                        max, stop);
+    return unwind_stack(p->ucache, find_cfi, p, mode, regs, stack, stack_len, stack_addr, ips, max, stop);
 }
 
 void proc_get_stats(const struct proc *p, struct proc_stats *out)

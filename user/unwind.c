@@ -102,17 +102,18 @@ static void compact(struct slot *s)
         const struct cfi_rule *rule = &r->reg[tracked[i]];
         switch (rule->kind) {
         case CFI_RULE_UNSPEC:
-        case CFI_RULE_SAME: continue;
+        case CFI_RULE_SAME:
+            continue;
         case CFI_RULE_UNDEFINED:
         case CFI_RULE_OFFSET:
         case CFI_RULE_VAL_OFFSET:
         case CFI_RULE_REGISTER:
             if (!fits32(rule->off) || rule->reg >= CFI_NREGS)
                 return;
-            s->rules[s->nrules++] =
-                (struct fast_rule){tracked[i], rule->kind, rule->reg, (int32_t)rule->off};
+            s->rules[s->nrules++] = (struct fast_rule){tracked[i], rule->kind, rule->reg, (int32_t)rule->off};
             continue;
-        default: return;
+        default:
+            return;
         }
     }
     s->fast = true;
@@ -162,8 +163,7 @@ static const uint8_t callee_saved[] = {CFI_REG_RBX, CFI_REG_RBP, CFI_REG_R12, CF
 
 enum step { STEP_OK, STEP_END, STEP_STOP };
 
-static enum step dwarf_step(const struct cfi_row *row, struct state *s, struct copy *cp,
-                            unsigned *stop)
+static enum step dwarf_step(const struct cfi_row *row, struct state *s, struct copy *cp, unsigned *stop)
 {
     uint64_t cfa;
     if (row->cfa_kind == CFI_CFA_REG) {
@@ -173,8 +173,8 @@ static enum step dwarf_step(const struct cfi_row *row, struct state *s, struct c
         }
         cfa = s->r[row->cfa_reg] + (uint64_t)row->cfa_off;
     } else {
-        int err = cfi_eval_expr(row->cfa_expr, row->cfa_expr_len, s->r, s->valid, false, 0,
-                                read_word, cp, &cfa);
+        int err =
+            cfi_eval_expr(row->cfa_expr, row->cfa_expr_len, s->r, s->valid, false, 0, read_word, cp, &cfa);
         if (err) {
             *stop |= err == -EFAULT ? UNWIND_STOP_STACK : UNWIND_STOP_BAD;
             return STEP_STOP;
@@ -204,23 +204,26 @@ static enum step dwarf_step(const struct cfi_row *row, struct state *s, struct c
                 continue;
             v = s->r[reg];
             break;
-        case CFI_RULE_UNDEFINED: continue;
-        case CFI_RULE_OFFSET: err = read_word(cp, cfa + (uint64_t)rule->off, &v); break;
-        case CFI_RULE_VAL_OFFSET: v = cfa + (uint64_t)rule->off; break;
+        case CFI_RULE_UNDEFINED:
+            continue;
+        case CFI_RULE_OFFSET:
+            err = read_word(cp, cfa + (uint64_t)rule->off, &v);
+            break;
+        case CFI_RULE_VAL_OFFSET:
+            v = cfa + (uint64_t)rule->off;
+            break;
         case CFI_RULE_REGISTER:
             if (rule->reg >= CFI_NREGS || !(s->valid & BIT(rule->reg)))
                 continue;
             v = s->r[rule->reg];
             break;
         case CFI_RULE_EXPR:
-            err = cfi_eval_expr(rule->expr, rule->expr_len, s->r, s->valid, true, cfa, read_word,
-                                cp, &addr);
+            err = cfi_eval_expr(rule->expr, rule->expr_len, s->r, s->valid, true, cfa, read_word, cp, &addr);
             if (!err)
                 err = read_word(cp, addr, &v);
             break;
         case CFI_RULE_VAL_EXPR:
-            err = cfi_eval_expr(rule->expr, rule->expr_len, s->r, s->valid, true, cfa, read_word,
-                                cp, &v);
+            err = cfi_eval_expr(rule->expr, rule->expr_len, s->r, s->valid, true, cfa, read_word, cp, &v);
             break;
         }
         if (err) {
@@ -240,11 +243,11 @@ static enum step dwarf_step(const struct cfi_row *row, struct state *s, struct c
     return n.r[CFI_REG_RIP] ? STEP_OK : STEP_END;
 }
 
-#define KEEP (BIT(CFI_REG_RBX) | BIT(CFI_REG_RBP) | BIT(CFI_REG_R12) | BIT(CFI_REG_R13) | \
-              BIT(CFI_REG_R14) | BIT(CFI_REG_R15))
+#define KEEP                                                                                                 \
+    (BIT(CFI_REG_RBX) | BIT(CFI_REG_RBP) | BIT(CFI_REG_R12) | BIT(CFI_REG_R13) | BIT(CFI_REG_R14) |          \
+     BIT(CFI_REG_R15))
 
-static enum step fast_step(const struct slot *sl, struct state *s, struct copy *cp,
-                           unsigned *stop)
+static enum step fast_step(const struct slot *sl, struct state *s, struct copy *cp, unsigned *stop)
 {
     if (!(s->valid & BIT(sl->cfa_reg))) {
         *stop |= UNWIND_STOP_BAD;
@@ -276,7 +279,9 @@ static enum step fast_step(const struct slot *sl, struct state *s, struct copy *
                 continue;
             }
             break;
-        case CFI_RULE_VAL_OFFSET: v = cfa + (uint64_t)(int64_t)fr->off; break;
+        case CFI_RULE_VAL_OFFSET:
+            v = cfa + (uint64_t)(int64_t)fr->off;
+            break;
         case CFI_RULE_REGISTER:
             if (!(old_valid & BIT(fr->src))) {
                 s->valid &= ~BIT(fr->reg);
@@ -321,13 +326,12 @@ static enum step fp_step(struct state *s, struct copy *cp, unsigned *stop)
 }
 
 int unwind_stack(struct unwind_cache *c, unwind_find_fn find, void *arg, enum unwind_mode mode,
-                 const struct unwind_regs *regs, const uint8_t *stack, size_t stack_len,
-                 uint64_t stack_addr, uint64_t *ips, size_t max, unsigned *stop)
+                 const struct unwind_regs *regs, const uint8_t *stack, size_t stack_len, uint64_t stack_addr,
+                 uint64_t *ips, size_t max, unsigned *stop)
 {
     struct copy cp = {stack, stack ? stack_len : 0, stack_addr};
-    struct state s = {.valid = BIT(CFI_REG_RIP) | BIT(CFI_REG_RSP) | BIT(CFI_REG_RBP) |
-                               BIT(CFI_REG_RBX) | BIT(CFI_REG_R12) | BIT(CFI_REG_R13) |
-                               BIT(CFI_REG_R14) | BIT(CFI_REG_R15)};
+    struct state s = {.valid = BIT(CFI_REG_RIP) | BIT(CFI_REG_RSP) | BIT(CFI_REG_RBP) | BIT(CFI_REG_RBX) |
+                               BIT(CFI_REG_R12) | BIT(CFI_REG_R13) | BIT(CFI_REG_R14) | BIT(CFI_REG_R15)};
     s.r[CFI_REG_RIP] = regs->ip;
     s.r[CFI_REG_RSP] = regs->sp;
     s.r[CFI_REG_RBP] = regs->bp;

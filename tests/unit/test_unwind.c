@@ -49,8 +49,7 @@ struct snap {
 static uint64_t stack_end; /* end of the [stack] mapping */
 
 /* Copies words of other frames, redzones included: not instrumented. */
-static __attribute__((noinline, no_sanitize_address)) void copy_words(uint8_t *dst,
-                                                                      const uint8_t *src,
+static __attribute__((noinline, no_sanitize_address)) void copy_words(uint8_t *dst, const uint8_t *src,
                                                                       size_t len)
 {
     for (size_t i = 0; i < len; i++)
@@ -77,26 +76,26 @@ static __attribute__((noinline)) void take(struct snap *s, const uint64_t *r)
 }
 
 /* Registers as they are at this point of the enclosing function, then a copy of the stack. */
-#define CAPTURE(s)                                                                               \
-    do {                                                                                         \
-        uint64_t r_[8];                                                                          \
-        asm volatile("lea 0(%%rip), %%rax\n\t"                                                   \
-                     "mov %%rax, 0(%0)\n\t"                                                      \
-                     "mov %%rsp, 8(%0)\n\t"                                                      \
-                     "mov %%rbp, 16(%0)\n\t"                                                     \
-                     "mov %%rbx, 24(%0)\n\t"                                                     \
-                     "mov %%r12, 32(%0)\n\t"                                                     \
-                     "mov %%r13, 40(%0)\n\t"                                                     \
-                     "mov %%r14, 48(%0)\n\t"                                                     \
-                     "mov %%r15, 56(%0)\n\t"                                                     \
-                     :                                                                           \
-                     : "r"(r_)                                                                   \
-                     : "rax", "memory");                                                         \
-        take((s), r_);                                                                           \
+#define CAPTURE(s)                                                                                           \
+    do {                                                                                                     \
+        uint64_t r_[8];                                                                                      \
+        asm volatile("lea 0(%%rip), %%rax\n\t"                                                               \
+                     "mov %%rax, 0(%0)\n\t"                                                                  \
+                     "mov %%rsp, 8(%0)\n\t"                                                                  \
+                     "mov %%rbp, 16(%0)\n\t"                                                                 \
+                     "mov %%rbx, 24(%0)\n\t"                                                                 \
+                     "mov %%r12, 32(%0)\n\t"                                                                 \
+                     "mov %%r13, 40(%0)\n\t"                                                                 \
+                     "mov %%r14, 48(%0)\n\t"                                                                 \
+                     "mov %%r15, 56(%0)\n\t"                                                                 \
+                     :                                                                                       \
+                     : "r"(r_)                                                                               \
+                     : "rax", "memory");                                                                     \
+        take((s), r_);                                                                                       \
     } while (0)
 
 #define NOFP __attribute__((noinline, optimize("omit-frame-pointer")))
-#define FP __attribute__((noinline, optimize("no-omit-frame-pointer")))
+#define FP   __attribute__((noinline, optimize("no-omit-frame-pointer")))
 
 /* Each caller does work after the call, so no call becomes a jump. */
 static NOFP int chain_c(struct snap *s, int d)
@@ -187,8 +186,8 @@ static int find_name(char (*nm)[128], int n, const char *want)
     return -1;
 }
 
-static void expect_chain(struct proc *p, struct snap *s, enum unwind_mode mode,
-                         const char *const *want, int nwant, const char *self, bool to_main)
+static void expect_chain(struct proc *p, struct snap *s, enum unwind_mode mode, const char *const *want,
+                         int nwant, const char *self, bool to_main)
 {
     uint64_t ips[128];
     char nm[128][128];
@@ -276,8 +275,7 @@ static void test_through_libc(void **state)
     void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
     assert_non_null(libc);
     void (*libc_qsort)(void *, size_t, size_t, int (*)(const void *, const void *)) =
-        (void (*)(void *, size_t, size_t, int (*)(const void *, const void *)))dlsym(libc,
-                                                                                   "qsort");
+        (void (*)(void *, size_t, size_t, int (*)(const void *, const void *)))dlsym(libc, "qsort");
     assert_non_null(libc_qsort);
     libc_qsort(v, 64, sizeof(int), compare);
     asm volatile("" ::: "memory");
@@ -285,14 +283,12 @@ static void test_through_libc(void **state)
     uint64_t ips[64];
     char nm[64][128];
     unsigned stop;
-    int n = proc_unwind(p, UNWIND_DWARF, &cmp_snap->regs, cmp_snap->stack, cmp_snap->len,
-                        cmp_snap->addr, ips, 64, &stop);
+    int n = proc_unwind(p, UNWIND_DWARF, &cmp_snap->regs, cmp_snap->stack, cmp_snap->len, cmp_snap->addr, ips,
+                        64, &stop);
     names(p, ips, n, nm);
-    int q = find_name(nm, n, "qsort_r") >= 0 ? find_name(nm, n, "qsort_r")
-                                              : find_name(nm, n, "qsort");
+    int q = find_name(nm, n, "qsort_r") >= 0 ? find_name(nm, n, "qsort_r") : find_name(nm, n, "qsort");
     int self = find_name(nm, n, "test_through_libc");
-    if (strcmp(nm[0], "compare") || q < 1 || self != q + 1 || find_name(nm, n, "main") < 0 ||
-        stop) {
+    if (strcmp(nm[0], "compare") || q < 1 || self != q + 1 || find_name(nm, n, "main") < 0 || stop) {
         dump(nm, n, stop);
         fail_msg("no clean chain through qsort");
     }
@@ -357,8 +353,12 @@ static void test_jit_region(void **state)
     assert_non_null(mkdtemp(dir));
     struct jitdump *jd;
     assert_int_equal(jitdump_open(&jd, dir, PYJIT_ARCH_X86_64), 0);
-    struct pyjit_region r = {.code = mem, .size = sizeof(code), .name = "py::jitted:/x.py",
-                             .unwind = PYJIT_UNWIND_TRAMPOLINE, .push_end = 1, .setup_end = 4,
+    struct pyjit_region r = {.code = mem,
+                             .size = sizeof(code),
+                             .name = "py::jitted:/x.py",
+                             .unwind = PYJIT_UNWIND_TRAMPOLINE,
+                             .push_end = 1,
+                             .setup_end = 4,
                              .pop_end = 7};
     assert_int_equal(jitdump_code_load(jd, &r), 0);
 
@@ -373,9 +373,8 @@ static void test_jit_region(void **state)
     struct symres sr;
     assert_true(n >= 4);
     assert_int_equal(proc_symbolize(p, ips[1] - 1, &sr), 0);
-    if (strcmp(nm[0], "jit_target") || strcmp(nm[1], "py::jitted:/x.py") ||
-        sr.kind != FRAME_JIT || strcmp(nm[2], "call_tramp") ||
-        strcmp(nm[3], "test_jit_region") || stop) {
+    if (strcmp(nm[0], "jit_target") || strcmp(nm[1], "py::jitted:/x.py") || sr.kind != FRAME_JIT ||
+        strcmp(nm[2], "call_tramp") || strcmp(nm[3], "test_jit_region") || stop) {
         dump(nm, n, stop);
         fail_msg("no clean chain through the JIT region");
     }
@@ -450,8 +449,13 @@ static void test_live_python(void **state)
         struct user_regs_struct ur;
         assert_int_equal(ptrace(PTRACE_GETREGS, pid, 0, &ur), 0);
         struct snap *s = snap_new();
-        s->regs = (struct unwind_regs){.ip = ur.rip, .sp = ur.rsp, .bp = ur.rbp, .bx = ur.rbx,
-                                       .r12 = ur.r12, .r13 = ur.r13, .r14 = ur.r14,
+        s->regs = (struct unwind_regs){.ip = ur.rip,
+                                       .sp = ur.rsp,
+                                       .bp = ur.rbp,
+                                       .bx = ur.rbx,
+                                       .r12 = ur.r12,
+                                       .r13 = ur.r13,
+                                       .r14 = ur.r14,
                                        .r15 = ur.r15};
         s->addr = ur.rsp;
         assert_int_equal(stack_copy_of(pid, ur.rsp, s->stack, &s->len), 0);
@@ -460,8 +464,7 @@ static void test_live_python(void **state)
         char nm[256][128];
         unsigned stop;
         t0 = mono_ns();
-        int n = proc_unwind(p, UNWIND_DWARF, &s->regs, s->stack, s->len, s->addr, ips, 256,
-                            &stop);
+        int n = proc_unwind(p, UNWIND_DWARF, &s->regs, s->stack, s->len, s->addr, ips, 256, &stop);
         names(p, ips, n, nm);
         if (round == 0)
             t_first = mono_ns() - t0;
@@ -492,9 +495,7 @@ static void test_live_python(void **state)
 
 #define BENCH_ITERS 20000
 
-
-static __attribute__((noinline)) int bench_own_loop(struct proc *p, struct snap *s, int iters,
-                                                    size_t max)
+static __attribute__((noinline)) int bench_own_loop(struct proc *p, struct snap *s, int iters, size_t max)
 {
     uint64_t ips[64];
     unsigned stop;
