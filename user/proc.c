@@ -312,6 +312,17 @@ int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out)
     return 0;
 }
 
+int proc_symbolize_ret(struct proc *p, uint64_t ret, struct symres *out)
+{
+    int err = proc_symbolize(p, ret - 1, out);
+    if (err || out->name)
+        return err;
+    struct symres at;
+    if (proc_symbolize(p, ret, &at) == 0 && at.name && at.offset == 0)
+        *out = at;
+    return 0;
+}
+
 int proc_format(const struct symres *r, char *buf, size_t size)
 {
     if (r->name)

@@ -158,12 +158,15 @@ static void snap_free(struct snap *s)
     free(s);
 }
 
-/* Frame names, callers looked up at ip - 1; compiler suffixes (".constprop.0") cut off. */
+/* Frame names, callers as return addresses; compiler suffixes (".constprop.0") cut off. */
 static int names(struct proc *p, const uint64_t *ips, int n, char (*out)[128])
 {
     for (int i = 0; i < n; i++) {
         struct symres r;
-        proc_symbolize(p, i ? ips[i] - 1 : ips[i], &r);
+        if (i)
+            proc_symbolize_ret(p, ips[i], &r);
+        else
+            proc_symbolize(p, ips[i], &r);
         proc_format(&r, out[i], sizeof(out[i]));
         if (r.name && r.kind == FRAME_NATIVE)
             out[i][strcspn(out[i], ".")] = '\0';
@@ -394,6 +397,92 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The same trampoline known only from /tmp/perf-PID.map: names, no CFI. Auto mode crosses it with
+ * its frame pointer; DWARF mode stops there. */
+static void test_jit_perf_map_only(void **state)
+{
+    static const uint8_t code[] = {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd6, 0x5d, 0xc3};
+    uint8_t *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(mem != MAP_FAILED);
+    memcpy(mem, code, sizeof(code));
+    assert_int_equal(mprotect(mem, 4096, PROT_READ | PROT_EXEC), 0);
+    char path[64];
+    snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fprintf(fp, "%llx %zx py::mapped_only:/y.py\n", (unsigned long long)(uintptr_t)mem, sizeof(code));
+    fclose(fp);
+
+    struct snap *s = snap_new();
+    call_tramp((tramp_fn)(void *)mem, s);
+    struct proc *p = self_proc();
+    uint64_t ips[64];
+    char nm[64][128];
+    unsigned stop;
+    int n = proc_unwind(p, UNWIND_AUTO, &s->regs, s->stack, s->len, s->addr, ips, 64, &stop);
+    names(p, ips, n, nm);
+    if (n < 4 || strcmp(nm[0], "jit_target") || strcmp(nm[1], "py::mapped_only:/y.py") ||
+        strcmp(nm[2], "call_tramp") || strcmp(nm[3], "test_jit_perf_map_only") || stop) {
+        dump(nm, n, stop);
+        fail_msg("auto mode did not cross the perf-map region");
+    }
+    n = proc_unwind(p, UNWIND_DWARF, &s->regs, s->stack, s->len, s->addr, ips, 64, &stop);
+    assert_int_equal(n, 2);
+    assert_true(stop & UNWIND_STOP_NO_CFI);
+    proc_close(p);
+    unlink(path);
+    munmap(mem, 4096);
+    snap_free(s);
+}
+
+/* -- Through a signal handler: glibc's __restore_rt has CFI made of expressions ------------- */
+
+static struct snap *sig_snap;
+
+static NOFP void on_signal(int sig)
+{
+    CAPTURE(sig_snap);
+}
+
+static NOFP int sig_b(int d)
+{
+    raise(SIGUSR1);
+    asm volatile("" : "+r"(d));
+    return d + 1;
+}
+
+static NOFP int sig_a(int d)
+{
+    int r = sig_b(d + 1);
+    asm volatile("" : "+r"(r));
+    return r * 2;
+}
+
+static void test_signal_frame(void **state)
+{
+    sig_snap = snap_new();
+    struct sigaction sa = {.sa_handler = on_signal}, old;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+    sig_a(0);
+    sigaction(SIGUSR1, &old, NULL);
+    struct proc *p = self_proc();
+    uint64_t ips[64];
+    char nm[64][128];
+    unsigned stop;
+    int n = proc_unwind(p, UNWIND_DWARF, &sig_snap->regs, sig_snap->stack, sig_snap->len, sig_snap->addr, ips,
+                        64, &stop);
+    names(p, ips, n, nm);
+    int rt = find_name(nm, n, "__restore_rt"), b = find_name(nm, n, "sig_b");
+    if (strcmp(nm[0], "on_signal") || rt != 1 || b <= rt || find_name(nm, n, "sig_a") != b + 1 ||
+        find_name(nm, n, "test_signal_frame") != b + 2 || stop) {
+        dump(nm, n, stop);
+        fail_msg("no clean chain through the signal frame");
+    }
+    proc_close(p);
+    snap_free(sig_snap);
+}
+
 /* -- A live python3.11 (stripped, no frame pointers), stopped with ptrace ------------------- */
 
 #define PY311 "/usr/bin/python3.11"
@@ -610,6 +699,8 @@ int main(void)
         cmocka_unit_test(test_through_libc),
         cmocka_unit_test(test_stops),
         cmocka_unit_test(test_jit_region),
+        cmocka_unit_test(test_jit_perf_map_only),
+        cmocka_unit_test(test_signal_frame),
         cmocka_unit_test(test_live_python),
         cmocka_unit_test(test_bench),
     };
