@@ -48,7 +48,7 @@ struct proc {
     struct retired *retired;
     struct jitsyms *jit;
     struct unwind_cache *ucache;
-    uint64_t last_refresh_ns;
+    uint64_t last_refresh_ns, last_jit_ns;
     const struct map_entry *last; /* the mapping found last: frames cluster in few modules */
     struct proc_stats stats;
     bool counted; /* holds a use of shared_cache */
@@ -170,7 +170,7 @@ int proc_refresh(struct proc *p)
     p->maps = m;
     p->mods = mods;
     p->last = NULL;
-    p->last_refresh_ns = now_ns();
+    p->last_refresh_ns = p->last_jit_ns = now_ns();
     p->stats.refreshes++;
     err = jitsyms_load(p->jit, p->pid, &p->maps, p->root);
     return err == -ENOMEM ? err : 0;
@@ -278,6 +278,24 @@ static const struct map_entry *find_map(struct proc *p, uint64_t ip, size_t *idx
     return e;
 }
 
+/* The JIT region holding ip. An address in anonymous executable memory that no region names
+ * may be code published since the last read: re-read the JIT files (rate-limited; unchanged
+ * files cost one stat each). */
+static const struct jitsym *find_jit(struct proc *p, uint64_t ip, const struct map_entry *e)
+{
+    const struct jitsym *js = jitsyms_find(p->jit, ip);
+    if (js || !e || maps_is_file(e) || !(e->prot & MAPS_X))
+        return js;
+    uint64_t now = now_ns();
+    if (now - p->last_jit_ns < REFRESH_MIN_NS)
+        return NULL;
+    p->last_jit_ns = now;
+    p->stats.jit_reloads++;
+    if (jitsyms_load(p->jit, p->pid, &p->maps, p->root) < 0)
+        return NULL;
+    return jitsyms_find(p->jit, ip);
+}
+
 /* -- Symbols ------------------------------------------------------------------------------- */
 
 int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out)
@@ -286,7 +304,7 @@ int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out)
     out->kind = FRAME_NATIVE;
     size_t i;
     const struct map_entry *e = find_map(p, ip, &i);
-    const struct jitsym *js = jitsyms_find(p->jit, ip);
+    const struct jitsym *js = find_jit(p, ip, e);
     if (js && (!e || !maps_is_file(e) || e->deleted)) {
         out->name = js->name;
         out->offset = ip - js->start;
@@ -344,7 +362,7 @@ static int find_cfi(void *arg, uint64_t ip, const struct cfi_table **cfi, uint64
         *bias = p->mods[i].bias;
         return 0;
     }
-    const struct jitsym *js = jitsyms_find(p->jit, ip);
+    const struct jitsym *js = find_jit(p, ip, e);
     if (js) {
         *cfi = js->cfi;
         *bias = 0;

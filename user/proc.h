@@ -57,7 +57,7 @@ int proc_symbolize_ret(struct proc *p, uint64_t ret, struct symres *out);
 int proc_format(const struct symres *r, char *buf, size_t size);
 
 struct proc_stats {
-    uint64_t refreshes, files_opened, jit_regions;
+    uint64_t refreshes, files_opened, jit_regions, jit_reloads;
     uint64_t unwinds, frames, row_hits, row_misses, fp_steps, dwarf_steps;
 };
 void proc_get_stats(const struct proc *p, struct proc_stats *out);
