@@ -124,15 +124,13 @@ static int rebuild(struct jitsyms *j)
         if (s->is_dump) {
             for (size_t k = 0; k < s->dump.nregions; k++) {
                 const struct jitread_region *r = &s->dump.regions[k];
-                c[n++] = (struct cand){
-                    {r->addr, r->addr + r->size, r->name, s->tables[k].data ? &s->tables[k] : NULL},
-                    1,
-                    seq++};
+                const struct cfi_table *t = s->tables[k].data ? &s->tables[k] : NULL;
+                c[n++] = (struct cand){{r->addr, r->addr + r->size, r->name, t, 0}, 1, seq++};
             }
         } else {
             for (size_t k = 0; k < s->pm.n; k++) {
                 const struct perfmap_read_entry *e = &s->pm.v[k];
-                c[n++] = (struct cand){{e->start, e->start + e->size, e->name, NULL}, 0, seq++};
+                c[n++] = (struct cand){{e->start, e->start + e->size, e->name, NULL, 0}, 0, seq++};
             }
         }
     }
@@ -229,7 +227,7 @@ int jitsyms_load(struct jitsyms *j, pid_t pid, const struct maps *maps, const ch
     return rebuild(j);
 }
 
-const struct jitsym *jitsyms_find(const struct jitsyms *j, uint64_t addr)
+struct jitsym *jitsyms_find(const struct jitsyms *j, uint64_t addr)
 {
     size_t lo = 0, hi = j->n;
     while (lo < hi) {

@@ -18,6 +18,7 @@ struct jitsym {
     uint64_t start, end;
     const char *name;
     const struct cfi_table *cfi; /* runtime addresses (bias 0); NULL when none */
+    uint8_t shape;               /* for the caller: what the code looks like (0: not looked at) */
 };
 
 struct jitsyms;
@@ -31,7 +32,7 @@ int jitsyms_load(struct jitsyms *j, pid_t pid, const struct maps *maps, const ch
 int jitsyms_load_dump(struct jitsyms *j, const char *path);
 int jitsyms_load_perfmap(struct jitsyms *j, const char *path);
 /* The region holding addr, or NULL. O(log n). */
-const struct jitsym *jitsyms_find(const struct jitsyms *j, uint64_t addr);
+struct jitsym *jitsyms_find(const struct jitsyms *j, uint64_t addr);
 size_t jitsyms_count(const struct jitsyms *j);
 void jitsyms_free(struct jitsyms *j);
 

@@ -51,7 +51,14 @@ struct proc {
     uint64_t last_refresh_ns, last_jit_ns;
     const struct map_entry *last; /* the mapping found last: frames cluster in few modules */
     struct proc_stats stats;
-    bool counted; /* holds a use of shared_cache */
+    bool counted;           /* holds a use of shared_cache */
+    int mem_fd;             /* /proc/PID/mem, read-only: JIT code shapes, the vDSO */
+    struct cfi_table tramp; /* CFI of the known trampolines (below) */
+    bool tramp_ok;
+    struct {
+        uint64_t ret;
+        uint8_t shape;
+    } anon[256]; /* return addresses in unpublished code: is the caller a known trampoline? */
 };
 
 /* The ELF cache is shared by every proc of the collector (files are keyed by build-id, so a
@@ -61,6 +68,39 @@ static unsigned shared_users;
 
 /* Addresses outside the mappings trigger a re-read at most this often. */
 #define REFRESH_MIN_NS 20000000ull
+
+/* -- Known trampolines without unwinding information ----------------------------------------
+ *
+ * CPython 3.12 (-X perf) and 3.13 (-X perf_jit) wrap each Python function in a copy of
+ *
+ *     [f3 0f 1e fa  endbr64]  48 83 ec 08  sub $8,%rsp;  ff d1  call *%rcx;
+ *                             48 83 c4 08  add $8,%rsp;  c3    ret
+ *
+ * 3.12 publishes it only in the perf map (no CFI, no frame pointer), and 3.13's jitdump reaches
+ * the file late (CPython buffers it). When a region without CFI holds exactly these bytes, the
+ * unwinder uses the CFI below, written for code at address 0 (no endbr) and 0x100 (endbr); the
+ * region's start is the bias.
+ */
+static const uint8_t TRAMP_CODE[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4, 0x08, 0xc3};
+static const uint8_t ENDBR64[] = {0xf3, 0x0f, 0x1e, 0xfa};
+#define TRAMP_ENDBR_AT 0x100
+
+enum { SHAPE_UNKNOWN = 0, SHAPE_OTHER, SHAPE_TRAMP, SHAPE_TRAMP_ENDBR };
+
+static const uint8_t TRAMP_EH[] = {
+    /* CIE at 0: length 16, id 0, version 1, augmentation "", code align 1, data align -8, ra 16,
+     * def_cfa rsp+8, offset rip at cfa-8, nop nop */
+    16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x78, 16, 0x0c, 7, 8, 0x90, 1, 0, 0,
+    /* FDE at 20: length 28, CIE pointer 24, pc 0 range 11 (absptr): advance 4 (after sub);
+     * def_cfa_offset 16; advance 6 (after add); def_cfa_offset 8; nop nop */
+    28, 0, 0, 0, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11, 0, 0, 0, 0, 0, 0, 0, 0x44, 0x0e, 16, 0x46, 0x0e, 8,
+    0, 0,
+    /* FDE at 52: the same after endbr64, pc 0x100 range 15 */
+    28, 0, 0, 0, 56, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 15, 0, 0, 0, 0, 0, 0, 0, 0x48, 0x0e, 16, 0x46, 0x0e, 8,
+    0, 0,
+    /* terminator */
+    0, 0, 0, 0};
+_Static_assert(sizeof(TRAMP_EH) == 20 + 32 + 32 + 4, "trampoline CFI layout");
 
 static uint64_t now_ns(void)
 {
@@ -83,6 +123,10 @@ int proc_open(struct proc **out, pid_t pid)
         return -ENOMEM;
     p->pid = pid;
     snprintf(p->root, sizeof(p->root), "/proc/%d/root", (int)pid);
+    char mem[64];
+    snprintf(mem, sizeof(mem), "/proc/%d/mem", (int)pid);
+    p->mem_fd = open(mem, O_RDONLY | O_CLOEXEC); /* may be refused: JIT shapes and vDSO fall back */
+    p->tramp_ok = cfi_table_init(&p->tramp, TRAMP_EH, sizeof(TRAMP_EH), 0, false, NULL, 0, 0) == 0;
     int err = 0;
     if (!shared_cache)
         err = elfsym_cache_new(&shared_cache);
@@ -117,6 +161,10 @@ void proc_close(struct proc *p)
         free(r);
     }
     jitsyms_free(p->jit);
+    if (p->tramp_ok)
+        cfi_table_free(&p->tramp);
+    if (p->mem_fd >= 0)
+        close(p->mem_fd);
     unwind_cache_free(p->ucache);
     if (p->counted && --shared_users == 0) {
         elfsym_cache_free(shared_cache);
@@ -203,12 +251,7 @@ static int load_vdso(struct proc *p, const struct map_entry *e, struct elf_file 
     void *img = malloc(size);
     if (!img)
         return -ENOMEM;
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/mem", (int)p->pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t got = fd < 0 ? -1 : pread(fd, img, size, (off_t)e->start);
-    if (fd >= 0)
-        close(fd);
+    ssize_t got = p->mem_fd < 0 ? -1 : pread(p->mem_fd, img, size, (off_t)e->start);
     if (got != (ssize_t)size) {
         const void *own = (const void *)getauxval(AT_SYSINFO_EHDR);
         if (!own) {
@@ -278,12 +321,78 @@ static const struct map_entry *find_map(struct proc *p, uint64_t ip, size_t *idx
     return e;
 }
 
+static uint8_t code_shape(struct proc *p, const struct jitsym *js)
+{
+    uint8_t buf[sizeof(ENDBR64) + sizeof(TRAMP_CODE)];
+    uint64_t size = js->end - js->start;
+    size_t want = size >= sizeof(buf) ? sizeof(buf) : sizeof(TRAMP_CODE);
+    if (p->mem_fd < 0 || size < sizeof(TRAMP_CODE) ||
+        pread(p->mem_fd, buf, want, (off_t)js->start) != (ssize_t)want)
+        return SHAPE_OTHER;
+    if (!memcmp(buf, TRAMP_CODE, sizeof(TRAMP_CODE)))
+        return SHAPE_TRAMP;
+    if (want == sizeof(buf) && !memcmp(buf, ENDBR64, sizeof(ENDBR64)) &&
+        !memcmp(buf + sizeof(ENDBR64), TRAMP_CODE, sizeof(TRAMP_CODE)))
+        return SHAPE_TRAMP_ENDBR;
+    return SHAPE_OTHER;
+}
+
+/* CFI for a JIT region that published none, when its code is a known trampoline. */
+static const struct cfi_table *jit_fallback_cfi(struct proc *p, struct jitsym *js, uint64_t *bias)
+{
+    if (!p->tramp_ok)
+        return NULL;
+    if (js->shape == SHAPE_UNKNOWN)
+        js->shape = code_shape(p, js);
+    if (js->shape == SHAPE_TRAMP) {
+        *bias = js->start;
+        return &p->tramp;
+    }
+    if (js->shape == SHAPE_TRAMP_ENDBR) {
+        *bias = js->start - TRAMP_ENDBR_AT;
+        return &p->tramp;
+    }
+    return NULL;
+}
+
+/* A return address in executable memory no region names (3.13's jitdump not flushed yet): if
+ * the bytes before it are a known trampoline's `sub; call`, the trampoline's CFI applies. The
+ * answer is cached per address, so the bytes are read once. */
+static const struct cfi_table *anon_fallback_cfi(struct proc *p, uint64_t ip, uint64_t *bias)
+{
+    enum { CALL_END = 6 }; /* offset of the return address in TRAMP_CODE */
+    if (!p->tramp_ok || p->mem_fd < 0 || ip < 16)
+        return NULL;
+    size_t slot = (size_t)((ip * 0x9e3779b97f4a7c15ull) >> 56);
+    if (p->anon[slot].ret != ip) {
+        uint8_t buf[sizeof(ENDBR64) + sizeof(TRAMP_CODE)];
+        uint64_t at = ip - CALL_END - sizeof(ENDBR64);
+        uint8_t shape = SHAPE_OTHER;
+        if (pread(p->mem_fd, buf, sizeof(buf), (off_t)at) == (ssize_t)sizeof(buf)) {
+            if (!memcmp(buf + sizeof(ENDBR64), TRAMP_CODE, sizeof(TRAMP_CODE)))
+                shape = !memcmp(buf, ENDBR64, sizeof(ENDBR64)) ? SHAPE_TRAMP_ENDBR : SHAPE_TRAMP;
+        }
+        p->anon[slot].ret = ip;
+        p->anon[slot].shape = shape;
+    }
+    uint64_t start = ip - CALL_END;
+    if (p->anon[slot].shape == SHAPE_TRAMP) {
+        *bias = start;
+        return &p->tramp;
+    }
+    if (p->anon[slot].shape == SHAPE_TRAMP_ENDBR) {
+        *bias = start - TRAMP_ENDBR_AT - sizeof(ENDBR64);
+        return &p->tramp;
+    }
+    return NULL;
+}
+
 /* The JIT region holding ip. An address in anonymous executable memory that no region names
  * may be code published since the last read: re-read the JIT files (rate-limited; unchanged
  * files cost one stat each). */
-static const struct jitsym *find_jit(struct proc *p, uint64_t ip, const struct map_entry *e)
+static struct jitsym *find_jit(struct proc *p, uint64_t ip, const struct map_entry *e)
 {
-    const struct jitsym *js = jitsyms_find(p->jit, ip);
+    struct jitsym *js = jitsyms_find(p->jit, ip);
     if (js || !e || maps_is_file(e) || !(e->prot & MAPS_X))
         return js;
     uint64_t now = now_ns();
@@ -362,15 +471,17 @@ static int find_cfi(void *arg, uint64_t ip, const struct cfi_table **cfi, uint64
         *bias = p->mods[i].bias;
         return 0;
     }
-    const struct jitsym *js = find_jit(p, ip, e);
+    struct jitsym *js = find_jit(p, ip, e);
     if (js) {
         *cfi = js->cfi;
         *bias = 0;
+        if (!js->cfi)
+            *cfi = jit_fallback_cfi(p, js, bias);
         return 0;
     }
     if (e && (e->prot & MAPS_X)) {
-        *cfi = NULL;
         *bias = 0;
+        *cfi = maps_is_file(e) ? NULL : anon_fallback_cfi(p, ip, bias);
         return 0;
     }
     return -ENOENT;
