@@ -7,8 +7,9 @@
  * The vDSO is read from the target's memory (/proc/PID/mem); when that is refused, the
  * collector's own vDSO is used: same kernel, same image.
  *
- * Strings handed out (symbol and module names) stay valid until proc_close: refreshed mappings
- * keep the old ones in a retired list instead of freeing them.
+ * Strings handed out stay valid until proc_close with memory bounded by what is distinct: module
+ * paths are interned, JIT names are interned by jitsyms, and files that leave the mappings stay
+ * referenced (their symbol names point into them) in a list of former files.
  */
 #include "proc.h"
 
@@ -24,6 +25,7 @@
 #include "elfsym.h"
 #include "jitsyms.h"
 #include "maps.h"
+#include "strpool.h"
 #include "unwind.h"
 
 enum { MOD_UNLOADED = 0, MOD_OK, MOD_FAILED };
@@ -34,18 +36,14 @@ struct mod {
     int state;
 };
 
-struct retired {
-    struct retired *next;
-    struct maps maps;
-    struct mod *mods;
-};
-
 struct proc {
     pid_t pid;
     char root[32];
     struct maps maps;
-    struct mod *mods; /* parallel to maps.v */
-    struct retired *retired;
+    struct mod *mods;         /* parallel to maps.v */
+    struct strpool paths;     /* module paths handed out */
+    struct elf_file **former; /* files once mapped, one reference each */
+    size_t nformer;
     struct jitsyms *jit;
     struct unwind_cache *ucache;
     uint64_t last_refresh_ns, last_jit_ns;
@@ -153,13 +151,10 @@ void proc_close(struct proc *p)
         return;
     mods_put(p->mods, p->maps.n);
     maps_free(&p->maps);
-    while (p->retired) {
-        struct retired *r = p->retired;
-        p->retired = r->next;
-        mods_put(r->mods, r->maps.n);
-        maps_free(&r->maps);
-        free(r);
-    }
+    for (size_t i = 0; i < p->nformer; i++)
+        elfsym_put(p->former[i]);
+    free(p->former);
+    strpool_free(&p->paths);
     jitsyms_free(p->jit);
     if (p->tramp_ok)
         cfi_table_free(&p->tramp);
@@ -179,6 +174,32 @@ static bool same_file(const struct map_entry *a, const struct map_entry *b)
            a->deleted == b->deleted && !strcmp(a->path, b->path);
 }
 
+/* Re-reads the JIT files; tables of replaced files are gone, and with them cached rows. */
+static int load_jit(struct proc *p)
+{
+    int r = jitsyms_load(p->jit, p->pid, &p->maps, p->root);
+    if (r > 0)
+        unwind_cache_clear(p->ucache);
+    return r == -ENOMEM ? r : 0;
+}
+
+/* Keeps the reference a dropped mapping held, once per file. */
+static void keep_former(struct proc *p, struct elf_file *f)
+{
+    for (size_t i = 0; i < p->nformer; i++)
+        if (p->former[i] == f) {
+            elfsym_put(f);
+            return;
+        }
+    void *v = realloc(p->former, (p->nformer + 1) * sizeof(*p->former));
+    if (!v) {
+        /* out of memory: keep the reference without remembering it (a leak, not a dangle) */
+        return;
+    }
+    p->former = v;
+    p->former[p->nformer++] = f;
+}
+
 int proc_refresh(struct proc *p)
 {
     struct maps m;
@@ -186,12 +207,18 @@ int proc_refresh(struct proc *p)
     if (err)
         return err;
     struct mod *mods = calloc(m.n ? m.n : 1, sizeof(*mods));
-    struct retired *r = calloc(1, sizeof(*r));
-    if (!mods || !r) {
-        free(mods);
-        free(r);
+    if (!mods) {
         maps_free(&m);
         return -ENOMEM;
+    }
+    for (size_t i = 0; i < m.n; i++) {
+        const char *s = strpool_intern(&p->paths, m.v[i].path);
+        if (!s) {
+            free(mods);
+            maps_free(&m);
+            return -ENOMEM;
+        }
+        m.v[i].path = s;
     }
     /* Carry loaded files over to mappings that did not change (both lists are sorted). */
     for (size_t i = 0, j = 0; i < m.n && j < p->maps.n;) {
@@ -211,17 +238,17 @@ int proc_refresh(struct proc *p)
             j++;
         }
     }
-    r->maps = p->maps;
-    r->mods = p->mods;
-    r->next = p->retired;
-    p->retired = r;
+    for (size_t j = 0; j < p->maps.n; j++)
+        if (p->mods[j].file)
+            keep_former(p, p->mods[j].file);
+    free(p->mods);
+    maps_free(&p->maps);
     p->maps = m;
     p->mods = mods;
     p->last = NULL;
     p->last_refresh_ns = p->last_jit_ns = now_ns();
     p->stats.refreshes++;
-    err = jitsyms_load(p->jit, p->pid, &p->maps, p->root);
-    return err == -ENOMEM ? err : 0;
+    return load_jit(p);
 }
 
 /* -- Loading a mapping's file -------------------------------------------------------------- */
@@ -400,7 +427,7 @@ static struct jitsym *find_jit(struct proc *p, uint64_t ip, const struct map_ent
         return NULL;
     p->last_jit_ns = now;
     p->stats.jit_reloads++;
-    if (jitsyms_load(p->jit, p->pid, &p->maps, p->root) < 0)
+    if (load_jit(p) < 0)
         return NULL;
     return jitsyms_find(p->jit, ip);
 }

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -431,8 +432,35 @@ static void test_deleted_library(void **state)
     assert_true(e->deleted);
     maps_free(&m);
     expect_symbol(p, fn, "zlibVersion", "libzcopy.so");
-    proc_close(p);
+    /* Names handed out stay valid after the library leaves the mappings. */
+    struct symres r;
+    assert_int_equal(proc_symbolize(p, (uint64_t)(uintptr_t)fn, &r), 0);
     dlclose(h);
+    assert_int_equal(proc_refresh(p), 0);
+    assert_int_equal(proc_symbolize(p, (uint64_t)(uintptr_t)fn, &(struct symres){0}), -ENOENT);
+    assert_string_equal(r.name, "zlibVersion");
+    assert_string_equal(maps_basename(r.module), "libzcopy.so");
+    proc_close(p);
+}
+
+/* Refreshing over and over keeps memory flat (paths interned, files referenced once). */
+static void test_refresh_bounded(void **state)
+{
+    struct proc *p;
+    assert_int_equal(proc_open(&p, getpid()), 0);
+    struct symres r;
+    assert_int_equal(proc_symbolize(p, (uint64_t)(uintptr_t)test_refresh_bounded, &r), 0);
+    for (int i = 0; i < 50; i++)
+        assert_int_equal(proc_refresh(p), 0);
+    struct mallinfo2 before = mallinfo2();
+    for (int i = 0; i < 500; i++)
+        assert_int_equal(proc_refresh(p), 0);
+    struct mallinfo2 after = mallinfo2();
+    long grew = (long)after.uordblks - (long)before.uordblks;
+    print_message("# 500 refreshes: heap in use changed by %ld bytes\n", grew);
+    assert_true(grew < 64 * 1024);
+    assert_string_equal(r.name, "test_refresh_bounded");
+    proc_close(p);
 }
 
 static void test_ksyms(void **state)
@@ -485,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_vdso),
         cmocka_unit_test(test_debug_file),
         cmocka_unit_test(test_deleted_library),
+        cmocka_unit_test(test_refresh_bounded),
         cmocka_unit_test(test_ksyms),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
