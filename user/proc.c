@@ -36,6 +36,14 @@ struct mod {
     int state;
 };
 
+/* Symbolised addresses, direct-mapped; a refresh or JIT reload bumps `sym_gen`, which empties it. */
+#define SYMCACHE_BITS 10
+struct symslot {
+    uint64_t ip;
+    uint64_t gen;
+    struct symres r;
+};
+
 struct proc {
     pid_t pid;
     char root[32];
@@ -49,6 +57,8 @@ struct proc {
     uint64_t last_refresh_ns, last_jit_ns;
     const struct map_entry *last; /* the mapping found last: frames cluster in few modules */
     struct proc_stats stats;
+    struct symslot syms[1u << SYMCACHE_BITS];
+    uint64_t sym_gen;       /* starts at 1: zeroed slots never match */
     bool counted;           /* holds a use of shared_cache */
     int mem_fd;             /* /proc/PID/mem, read-only: JIT code shapes, the vDSO */
     struct cfi_table tramp; /* CFI of the known trampolines (below) */
@@ -177,6 +187,7 @@ static bool same_file(const struct map_entry *a, const struct map_entry *b)
 /* Re-reads the JIT files; tables of replaced files are gone, and with them cached rows. */
 static int load_jit(struct proc *p)
 {
+    p->sym_gen++;
     int r = jitsyms_load(p->jit, p->pid, &p->maps, p->root);
     if (r > 0)
         unwind_cache_clear(p->ucache);
@@ -434,7 +445,7 @@ static struct jitsym *find_jit(struct proc *p, uint64_t ip, const struct map_ent
 
 /* -- Symbols ------------------------------------------------------------------------------- */
 
-int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out)
+static int symbolize(struct proc *p, uint64_t ip, struct symres *out)
 {
     memset(out, 0, sizeof(*out));
     out->kind = FRAME_NATIVE;
@@ -464,6 +475,25 @@ int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out)
         out->kind = FRAME_JIT; /* anonymous executable memory: JIT code nobody named */
     }
     return 0;
+}
+
+int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out)
+{
+    struct symslot *s = &p->syms[(ip * 0x9e3779b97f4a7c15ull) >> (64 - SYMCACHE_BITS)];
+    if (s->ip == ip && s->gen == p->sym_gen) {
+        p->stats.sym_hits++;
+        *out = s->r;
+        return 0;
+    }
+    p->stats.sym_misses++;
+    int err = symbolize(p, ip, out);
+    /* Unnamed code in anonymous memory may be published later: not cached. */
+    if (!err && (out->name || out->kind != FRAME_JIT)) {
+        s->ip = ip;
+        s->gen = p->sym_gen;
+        s->r = *out;
+    }
+    return err;
 }
 
 int proc_symbolize_ret(struct proc *p, uint64_t ret, struct symres *out)

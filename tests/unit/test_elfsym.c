@@ -19,6 +19,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -492,6 +493,34 @@ static void test_ksyms(void **state)
     ksyms_close(k);
 }
 
+/* Cost of symbolising one frame once warm: addresses spread over the test binary and libc. */
+static void test_symbolize_cost(void **state)
+{
+    struct proc *p;
+    assert_int_equal(proc_open(&p, getpid()), 0);
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    static const char *const fns[] = {"qsort",  "printf", "malloc", "free", "memcpy",
+                                      "strlen", "read",   "write",  "open", "close"};
+    uint64_t addrs[20];
+    for (int i = 0; i < 10; i++) {
+        addrs[i] = (uint64_t)(uintptr_t)dlsym(libc, fns[i]) + 3;
+        addrs[10 + i] = (uint64_t)(uintptr_t)test_symbolize_cost + (uint64_t)i * 8;
+    }
+    struct symres r;
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(proc_symbolize(p, addrs[i], &r), 0);
+    int iters = 20000;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (int k = 0; k < iters; k++)
+        for (int i = 0; i < 20; i++)
+            proc_symbolize(p, addrs[i], &r);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double ns = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / iters / 20;
+    print_message("# proc_symbolize: %.1f ns per frame (warm)\n", ns);
+    proc_close(p);
+}
+
 static int setup(void **state)
 {
     return elfsym_cache_new(&cache);
@@ -514,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_debug_file),
         cmocka_unit_test(test_deleted_library),
         cmocka_unit_test(test_refresh_bounded),
+        cmocka_unit_test(test_symbolize_cost),
         cmocka_unit_test(test_ksyms),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
