@@ -32,6 +32,7 @@ struct source {
 
 struct jitsyms {
     struct strpool names;
+    bool dirty; /* a file was read since the table was built */
     struct source **src;
     size_t nsrc;
     unsigned gen;
@@ -207,30 +208,36 @@ static int add_source(struct jitsyms *j, const char *path, bool is_dump, unsigne
         return err;
     }
     j->src[j->nsrc++] = s;
+    j->dirty = true;
     return 0;
 }
 
-/* Frees the sources the table no longer uses; returns how many. */
-static int prune(struct jitsyms *j)
+/* Frees the sources the table no longer uses. */
+static void prune(struct jitsyms *j)
 {
     size_t w = 0;
-    int freed = 0;
     for (size_t i = 0; i < j->nsrc; i++) {
-        if (live(j, j->src[i])) {
+        if (live(j, j->src[i]))
             j->src[w++] = j->src[i];
-        } else {
+        else
             source_free(j->src[i]);
-            freed++;
-        }
     }
     j->nsrc = w;
-    return freed;
 }
 
+/* Rebuilds the table when a file was read or went away: 1, else 0 (nothing to do), or -ENOMEM. */
 static int finish(struct jitsyms *j)
 {
+    for (size_t i = 0; i < j->nsrc; i++)
+        j->dirty |= !live(j, j->src[i]);
+    if (!j->dirty)
+        return 0;
     int err = rebuild(j);
-    return err ? err : prune(j);
+    if (err)
+        return err;
+    prune(j);
+    j->dirty = false;
+    return 1;
 }
 
 int jitsyms_load_dump(struct jitsyms *j, const char *path)

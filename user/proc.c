@@ -187,11 +187,26 @@ static bool same_file(const struct map_entry *a, const struct map_entry *b)
 /* Re-reads the JIT files; tables of replaced files are gone, and with them cached rows. */
 static int load_jit(struct proc *p)
 {
-    p->sym_gen++;
     int r = jitsyms_load(p->jit, p->pid, &p->maps, p->root);
-    if (r > 0)
+    if (r > 0) {
         unwind_cache_clear(p->ucache);
+        p->sym_gen++;
+    }
     return r == -ENOMEM ? r : 0;
+}
+
+static bool same_maps(const struct maps *a, const struct maps *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++) {
+        const struct map_entry *x = &a->v[i], *y = &b->v[i];
+        /* paths are interned: equal strings are equal pointers */
+        if (x->start != y->start || x->end != y->end || x->offset != y->offset || x->inode != y->inode ||
+            x->prot != y->prot || x->deleted != y->deleted || x->path != y->path)
+            return false;
+    }
+    return true;
 }
 
 /* Keeps the reference a dropped mapping held, once per file. */
@@ -231,6 +246,14 @@ int proc_refresh(struct proc *p)
         }
         m.v[i].path = s;
     }
+    p->last_refresh_ns = p->last_jit_ns = now_ns();
+    p->stats.refreshes++;
+    if (p->mods && same_maps(&m, &p->maps)) {
+        /* Nothing moved: keep the loaded files and the caches. */
+        free(mods);
+        maps_free(&m);
+        return load_jit(p);
+    }
     /* Carry loaded files over to mappings that did not change (both lists are sorted). */
     for (size_t i = 0, j = 0; i < m.n && j < p->maps.n;) {
         const struct map_entry *a = &m.v[i], *b = &p->maps.v[j];
@@ -257,8 +280,7 @@ int proc_refresh(struct proc *p)
     p->maps = m;
     p->mods = mods;
     p->last = NULL;
-    p->last_refresh_ns = p->last_jit_ns = now_ns();
-    p->stats.refreshes++;
+    p->sym_gen++;
     return load_jit(p);
 }
 
