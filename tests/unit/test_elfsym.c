@@ -18,7 +18,9 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -463,17 +465,53 @@ static void test_refresh_bounded(void **state)
     long grew = (long)after.uordblks - (long)before.uordblks;
     print_message("# 500 refreshes: heap in use changed by %ld bytes, %.1f us per refresh\n", grew,
                   ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / 500 / 1000);
-    /* A refresh that finds the same mappings keeps the symbol cache. */
-    struct proc_stats st0, st1;
-    assert_int_equal(proc_symbolize(p, (uint64_t)(uintptr_t)test_refresh_bounded, &r), 0);
-    assert_int_equal(proc_refresh(p), 0);
-    proc_get_stats(p, &st0);
-    assert_int_equal(proc_symbolize(p, (uint64_t)(uintptr_t)test_refresh_bounded, &r), 0);
-    proc_get_stats(p, &st1);
-    assert_int_equal(st1.sym_hits, st0.sym_hits + 1);
     assert_true(grew < 64 * 1024);
     assert_string_equal(r.name, "test_refresh_bounded");
     proc_close(p);
+}
+
+/* Start of the first mapping of a file whose path contains `name` (file offset 0). */
+static uint64_t map_base(pid_t pid, const char *name)
+{
+    struct maps m;
+    assert_int_equal(maps_read(&m, pid), 0);
+    uint64_t base = 0;
+    for (size_t i = 0; i < m.n && !base; i++)
+        if (strstr(m.v[i].path, name) && m.v[i].offset == 0)
+            base = m.v[i].start;
+    maps_free(&m);
+    return base;
+}
+
+/* Another process whose mappings hold still (a sleeping child): a refresh that finds the same
+ * mappings keeps the symbol cache; libc's qsort resolves at the child's base. */
+static void test_refresh_unchanged(void **state)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sleep", "sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    usleep(100 * 1000);
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    uint64_t fn = (uint64_t)(uintptr_t)dlsym(libc, "qsort");
+    uint64_t ip = fn - map_base(getpid(), "/libc.so") + map_base(pid, "/libc.so");
+    struct proc *p;
+    assert_int_equal(proc_open(&p, pid), 0);
+    struct symres r;
+    assert_int_equal(proc_symbolize(p, ip, &r), 0);
+    assert_non_null(r.name);
+    assert_int_equal(r.offset, 0);
+    assert_int_equal(proc_refresh(p), 0);
+    struct proc_stats st0, st1;
+    proc_get_stats(p, &st0);
+    assert_int_equal(proc_symbolize(p, ip, &r), 0);
+    proc_get_stats(p, &st1);
+    assert_int_equal(st1.sym_hits, st0.sym_hits + 1);
+    assert_int_equal(st1.files_opened, st0.files_opened);
+    proc_close(p);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
 }
 
 static void test_ksyms(void **state)
@@ -555,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_debug_file),
         cmocka_unit_test(test_deleted_library),
         cmocka_unit_test(test_refresh_bounded),
+        cmocka_unit_test(test_refresh_unchanged),
         cmocka_unit_test(test_symbolize_cost),
         cmocka_unit_test(test_ksyms),
     };
