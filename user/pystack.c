@@ -195,8 +195,9 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
         ps->o.max_depth = 1024;
     if (ps->o.max_depth > 65536)
         ps->o.max_depth = 65536;
+    /* A cold deep stack costs one call per frame the first time; allow that, not more. */
     if (!ps->o.max_reads)
-        ps->o.max_reads = 32;
+        ps->o.max_reads = ps->o.max_depth + 16;
     ps->prof = prof;
     remote_init(&ps->r, pid);
     if ((rc = pyrt_attach(&ps->rt, &ps->r, pid, err, errlen)) != 0)

@@ -37,7 +37,8 @@ struct pystack;
 
 struct pystack_opts {
     uint32_t max_depth; /* Python frames per sample, shims included; 0: 1024 */
-    uint32_t max_reads; /* process_vm_readv calls per sample; 0: 32 */
+    uint32_t max_reads; /* process_vm_readv calls per sample; 0: max_depth + 16 (a cold
+                           stack costs one call per frame not predicted) */
 };
 
 /* One Python frame of a sample, leaf first. */
