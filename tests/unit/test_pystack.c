@@ -189,6 +189,8 @@ static bool have(void **state)
 
 /* -- Tests ------------------------------------------------------------------------------------- */
 
+static int raw_chain(pid_t pid, struct pystack *ps, pid_t tid, struct pystack_raw *raw, int max);
+
 /* main → outer → middle → inner, blocked and spinning; one call per steady sample. */
 static void chain(void **state)
 {
@@ -216,6 +218,21 @@ static void chain(void **state)
         int n = pystack_read(ps, t->exp[0].tid, fr, 64, &flags);
         for (int i = 0; i < n - 1; i++)
             assert_false(fr[i].entry);
+        if (m == 0) {
+            /* The in-kernel path: (code, instr, owner) pairs read elsewhere, symbolised here,
+             * give the same frames; with the code objects cached it costs one call. */
+            struct pystack_raw raw[64];
+            struct pystack_frame sym[64];
+            int nraw = raw_chain(t->pid, ps, t->exp[0].tid, raw, 64);
+            assert_true(nraw >= n);
+            struct remote_stats before = *pystack_remote_stats(ps);
+            assert_int_equal(pystack_symbolize(ps, raw, (size_t)nraw, false, sym, 64), n);
+            assert_true(pystack_remote_stats(ps)->calls - before.calls <= 1);
+            for (int i = 0; i < n; i++) {
+                assert_int_equal(sym[i].frame, fr[i].frame);
+                assert_int_equal(sym[i].entry, fr[i].entry);
+            }
+        }
         struct pystack_stats st;
         pystack_get_stats(ps, &st);
         assert_true(st.l1_hits >= 19 && st.code_hits > 0 && st.fin_hits > 0);
@@ -311,6 +328,34 @@ static uint64_t rd64(pid_t pid, uint64_t addr)
 }
 
 static void w64(pid_t pid, uint64_t addr, uint64_t v) { wmem(pid, addr, &v, 8); }
+
+static uint8_t rd8(pid_t pid, uint64_t addr)
+{
+    uint8_t v = 0;
+    struct iovec l = {&v, 1}, r = {(void *)(uintptr_t)addr, 1};
+    assert_int_equal(process_vm_readv(pid, &l, 1, &r, 1, 0), 1);
+    return v;
+}
+
+/* The frame chain of `tid` as an in-kernel reader would capture it. */
+static int raw_chain(pid_t pid, struct pystack *ps, pid_t tid, struct pystack_raw *raw, int max)
+{
+    const struct pyrt_layout *L = &pystack_runtime(ps)->L;
+    uint64_t ts, f;
+    int n = 0;
+    assert_int_equal(pystack_thread_state(ps, tid, &ts), 0);
+    if (L->ts_cframe)
+        f = rd64(pid, rd64(pid, ts + L->ts_cframe) + L->cf_current_frame);
+    else
+        f = rd64(pid, ts + L->ts_current_frame);
+    for (; f && n < max; n++, f = rd64(pid, f + L->f_previous)) {
+        raw[n].code = rd64(pid, f + L->f_code);
+        raw[n].instr = rd64(pid, f + L->f_instr);
+        raw[n].owner = rd8(pid, f + L->f_owner);
+        raw[n].is_entry = L->f_is_entry >= 0 ? rd8(pid, f + (uint64_t)L->f_is_entry) : 0;
+    }
+    return n;
+}
 
 static double ms_since(const struct timespec *t0)
 {
@@ -448,7 +493,15 @@ static void forged(void **state)
         print_message("forged round %d: %.2f ms\n", round, ms);
         assert_true(ms < 500);
     }
+    /* The code object changes under the same address: the cache notices. */
+    uint64_t renamed = B + 4096 + 1280;
+    forge_str(pid, L, renamed, 7, ascii, "renamed");
+    w64(pid, code + L->co_qualname, renamed);
+    assert_int_equal(pystack_read(ps, FAKE_TID, fr, 1024, &flags), 2);
+    assert_string_equal(prof.frames[fr[0].frame].name, "renamed");
+    assert_string_equal(prof.frames[fr[1].frame].name, "renamed");
     pystack_get_stats(ps, &st);
+    assert_int_equal(st.code_stale, 1);
     assert_true(st.loops >= 3 && st.budget_exhausted >= 1 && st.bad_code >= 3 && st.errors > 6);
     pystack_print_stats(ps, stderr);
 
