@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pycode.h"
 
@@ -25,6 +26,7 @@ struct thread_slot {
 };
 
 struct pystack {
+    uint64_t last_refresh_ns;
     struct pyrt rt;
     struct remote r;
     struct profile *prof;
@@ -45,6 +47,13 @@ struct pystack {
 };
 
 /* -- Small helpers ----------------------------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static uint64_t u64_at(const uint8_t *b, uint32_t off)
 {
@@ -84,6 +93,7 @@ static int refresh_threads(struct pystack *ps)
     int rc;
 
     ps->st.l2_refreshes++;
+    ps->last_refresh_ns = now_ns();
     ps->l1.valid = false;
     if ((rc = pyrt_first_interp(&ps->rt, &ps->r, &interp)) != 0)
         return rc;
@@ -157,6 +167,12 @@ static int thread_slot(struct pystack *ps, pid_t tid)
         ps->st.l2_hits++;
     } else {
         ps->st.l2_misses++;
+        /* A tid without a thread state (a C thread) would otherwise walk the list every time. */
+        if (ps->last_refresh_ns &&
+            now_ns() - ps->last_refresh_ns < (uint64_t)ps->o.refresh_interval_us * 1000) {
+            ps->st.l2_refreshes_deferred++;
+            return -ESRCH;
+        }
         int rc = refresh_threads(ps);
         if (rc)
             return rc;
@@ -198,6 +214,8 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
     /* A cold deep stack costs one call per frame the first time; allow that, not more. */
     if (!ps->o.max_reads)
         ps->o.max_reads = ps->o.max_depth + 16;
+    if (!ps->o.refresh_interval_us)
+        ps->o.refresh_interval_us = 10000;
     ps->prof = prof;
     remote_init(&ps->r, pid);
     if ((rc = pyrt_attach(&ps->rt, &ps->r, pid, err, errlen)) != 0)
@@ -222,7 +240,8 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
     if (!ps->segs || !ps->fbuf || !ps->hbuf || !ps->raw || !ps->addrs || !ps->seen ||
         !ps->seen_stamp)
         goto fail;
-    if ((rc = pycode_new(&ps->code, &ps->rt, &ps->r, prof, &ps->st)) != 0)
+    if ((rc = pycode_new(&ps->code, &ps->rt, &ps->r, prof, &ps->st,
+                         (uint64_t)ps->o.code_trust_us * 1000)) != 0)
         goto fail;
     *out = ps;
     return 0;
@@ -285,9 +304,11 @@ static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8
     for (uint32_t k = 0; k < s->nframes; k++)
         ps->segs[n++] = REMOTE_SEG(s->frames[k], ps->fbuf + (size_t)k * FRAME_BUF,
                                             L->f_read_size);
+    /* Code headers, except those trusted without a re-read (zero-length: no iovec). */
     for (uint32_t k = 0; k < s->ncodes; k++)
         ps->segs[n++] = REMOTE_SEG(s->codes[k] + L->co_hdr_start,
-                                            ps->hbuf + (size_t)k * L->co_hdr_size, L->co_hdr_size);
+                                   ps->hbuf + (size_t)k * L->co_hdr_size,
+                                   pycode_checked(ps->code, s->codes[k]) ? 0 : L->co_hdr_size);
     return n;
 }
 
@@ -326,7 +347,7 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
     int si = -1, rc;
 
     ps->st.samples++;
-    pycode_begin(ps->code);
+    pycode_begin(ps->code, now_ns());
     for (int attempt = 0; attempt < 2; attempt++) {
         if ((si = thread_slot(ps, tid)) < 0)
             return si;
@@ -344,7 +365,7 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
     struct thread_slot *s = &ps->slots[si];
     const size_t seg_frames = L->ts_cframe ? 2 : 1;
     for (uint32_t k = 0; k < s->ncodes; k++)
-        if (ps->segs[seg_frames + s->nframes + k].ok)
+        if (ps->segs[seg_frames + s->nframes + k].ok && ps->segs[seg_frames + s->nframes + k].len)
             pycode_header(ps->code, s->codes[k], ps->hbuf + (size_t)k * L->co_hdr_size);
 
     /* The top frame. */
@@ -433,7 +454,7 @@ int pystack_symbolize(struct pystack *ps, const struct pystack_raw *raw, size_t 
                       struct pystack_frame *out, size_t max)
 {
     ps->st.samples++;
-    pycode_begin(ps->code);
+    pycode_begin(ps->code, now_ns());
     return pycode_symbolize(ps->code, raw, n, out, max, !truncated);
 }
 
@@ -465,6 +486,7 @@ void pystack_print_stats(const struct pystack *ps, FILE *f)
     fprintf(f, "l1_hit_rate: %.3f\n", rate(s->l1_hits, s->l1_misses));
     fprintf(f, "l2_hit_rate: %.3f\n", rate(s->l2_hits, s->l2_misses));
     fprintf(f, "l2_refreshes: %" PRIu64 "\n", s->l2_refreshes);
+    fprintf(f, "l2_refreshes_deferred: %" PRIu64 "\n", s->l2_refreshes_deferred);
     fprintf(f, "prediction_hit_rate: %.3f\n", rate(s->pred_hits, s->pred_misses));
     fprintf(f, "code_hit_rate: %.3f\n", rate(s->code_hits, s->code_misses));
     fprintf(f, "code_stale: %" PRIu64 "\n", s->code_stale);

@@ -232,6 +232,20 @@ static void chain(void **state)
                 assert_int_equal(sym[i].frame, fr[i].frame);
                 assert_int_equal(sym[i].entry, fr[i].entry);
             }
+            /* With a trust window, symbolising cached code objects reads nothing. */
+            struct profile p2;
+            struct pystack *ps2 = NULL;
+            struct pystack_opts o2 = {.code_trust_us = 60000000};
+            char err[256];
+            assert_int_equal(profile_init(&p2), 0);
+            assert_int_equal(pystack_open(&ps2, t->pid, &p2, &o2, err, sizeof(err)), 0);
+            assert_int_equal(pystack_symbolize(ps2, raw, (size_t)nraw, false, sym, 64), n);
+            before = *pystack_remote_stats(ps2);
+            for (int i = 0; i < 10; i++)
+                assert_int_equal(pystack_symbolize(ps2, raw, (size_t)nraw, false, sym, 64), n);
+            assert_int_equal(pystack_remote_stats(ps2)->calls, before.calls);
+            pystack_close(ps2);
+            profile_free(&p2);
         }
         struct pystack_stats st;
         pystack_get_stats(ps, &st);
