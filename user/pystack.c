@@ -13,6 +13,9 @@
 #define MAX_THREADS      8192
 #define MAX_PRED_CODES   64   /* code headers re-read with the prediction */
 #define FRAME_BUF        128  /* bytes; f_read_size is ~72 */
+/* Predicted frames closer than this in memory are read as one range: frames of one thread sit
+ * next to each other in its data stack, a few locals apart, and one iovec costs less than two. */
+#define COALESCE_GAP     256
 
 /* What the thread's previous sample saw: read again first, in one call. */
 struct thread_slot {
@@ -40,6 +43,9 @@ struct pystack {
     /* per-sample scratch, sized for max_depth */
     struct remote_seg *segs;
     uint8_t *fbuf, *hbuf;
+    uint32_t *fseg; /* predicted frame k → segment holding it */
+    uint32_t gap;   /* COALESCE_GAP, or 0 with exact_reads */
+    size_t code_seg0;
     struct pystack_raw *raw;
     uint64_t *addrs;
     uint64_t *seen;
@@ -230,14 +236,16 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
     while (ps->seen_cap < 2 * d)
         ps->seen_cap *= 2;
     ps->segs = calloc(d + MAX_PRED_CODES + 2, sizeof(*ps->segs));
-    ps->fbuf = malloc((size_t)d * FRAME_BUF);
+    ps->gap = ps->o.exact_reads ? 0 : COALESCE_GAP;
+    ps->fbuf = malloc((size_t)d * (FRAME_BUF + ps->gap));
+    ps->fseg = calloc(d, sizeof(*ps->fseg));
     ps->hbuf = malloc((size_t)MAX_PRED_CODES * ps->rt.L.co_hdr_size);
     ps->raw = calloc(d, sizeof(*ps->raw));
     ps->addrs = calloc(d, sizeof(*ps->addrs));
     ps->seen = calloc(ps->seen_cap, sizeof(*ps->seen));
     ps->seen_stamp = calloc(ps->seen_cap, sizeof(*ps->seen_stamp));
     rc = -ENOMEM;
-    if (!ps->segs || !ps->fbuf || !ps->hbuf || !ps->raw || !ps->addrs || !ps->seen ||
+    if (!ps->segs || !ps->fbuf || !ps->fseg || !ps->hbuf || !ps->raw || !ps->addrs || !ps->seen ||
         !ps->seen_stamp)
         goto fail;
     if ((rc = pycode_new(&ps->code, &ps->rt, &ps->r, prof, &ps->st,
@@ -261,6 +269,7 @@ void pystack_close(struct pystack *ps)
     pycode_free(ps->code);
     free(ps->segs);
     free(ps->fbuf);
+    free(ps->fseg);
     free(ps->hbuf);
     free(ps->raw);
     free(ps->addrs);
@@ -301,15 +310,47 @@ static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8
     if (L->ts_cframe)
         ps->segs[n++] =
             REMOTE_SEG(s->cframe + L->cf_current_frame, cf_top, s->cframe ? 8 : 0);
-    for (uint32_t k = 0; k < s->nframes; k++)
-        ps->segs[n++] = REMOTE_SEG(s->frames[k], ps->fbuf + (size_t)k * FRAME_BUF,
-                                            L->f_read_size);
+    /* Frames: one segment per run of neighbours (each run at most (F + gap) bytes per frame, so
+     * the buffer of max_depth * (FRAME_BUF + gap) bytes always suffices). */
+    const uint64_t F = L->f_read_size;
+    size_t off = 0, run = 0, in_run = 0;
+    uint64_t lo = 0, hi = 0;
+    for (uint32_t k = 0; k <= s->nframes; k++) {
+        uint64_t a = k < s->nframes ? s->frames[k] : 0;
+        if (k < s->nframes && in_run) {
+            uint64_t nlo = a < lo ? a : lo, nhi = a + F > hi ? a + F : hi;
+            bool near = (a + F + ps->gap >= lo && a <= hi + ps->gap);
+            if (near && nhi - nlo <= (in_run + 1) * (F + ps->gap)) {
+                lo = nlo, hi = nhi;
+                in_run++;
+                ps->fseg[k] = (uint32_t)run;
+                continue;
+            }
+        }
+        if (in_run) { /* close the run */
+            ps->segs[run] = REMOTE_SEG(lo, ps->fbuf + off, hi - lo);
+            off += hi - lo;
+        }
+        if (k == s->nframes)
+            break;
+        run = n++;
+        lo = a, hi = a + F, in_run = 1;
+        ps->fseg[k] = (uint32_t)run;
+    }
+    ps->code_seg0 = n;
     /* Code headers, except those trusted without a re-read (zero-length: no iovec). */
     for (uint32_t k = 0; k < s->ncodes; k++)
         ps->segs[n++] = REMOTE_SEG(s->codes[k] + L->co_hdr_start,
                                    ps->hbuf + (size_t)k * L->co_hdr_size,
                                    pycode_checked(ps->code, s->codes[k]) ? 0 : L->co_hdr_size);
     return n;
+}
+
+/* Where predicted frame k landed in the batch's buffers. */
+static const uint8_t *predicted(const struct pystack *ps, const struct thread_slot *s, uint32_t k)
+{
+    const struct remote_seg *g = &ps->segs[ps->fseg[k]];
+    return (const uint8_t *)g->buf + (s->frames[k] - g->addr);
 }
 
 static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t cframe, size_t n)
@@ -363,9 +404,8 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
             return rc;
     }
     struct thread_slot *s = &ps->slots[si];
-    const size_t seg_frames = L->ts_cframe ? 2 : 1;
     for (uint32_t k = 0; k < s->ncodes; k++)
-        if (ps->segs[seg_frames + s->nframes + k].ok && ps->segs[seg_frames + s->nframes + k].len)
+        if (ps->segs[ps->code_seg0 + k].ok && ps->segs[ps->code_seg0 + k].len)
             pycode_header(ps->code, s->codes[k], ps->hbuf + (size_t)k * L->co_hdr_size);
 
     /* The top frame. */
@@ -397,12 +437,12 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
             break;
         }
         const uint8_t *f = NULL;
-        if (j < s->nframes && s->frames[j] == addr && ps->segs[seg_frames + j].ok) {
-            f = ps->fbuf + (size_t)j++ * FRAME_BUF;
+        if (j < s->nframes && s->frames[j] == addr && ps->segs[ps->fseg[j]].ok) {
+            f = predicted(ps, s, j++);
         } else {
             for (uint32_t k = 0; k < s->nframes && !f; k++)
-                if (s->frames[k] == addr && ps->segs[seg_frames + k].ok) {
-                    f = ps->fbuf + (size_t)k * FRAME_BUF;
+                if (s->frames[k] == addr && ps->segs[ps->fseg[k]].ok) {
+                    f = predicted(ps, s, k);
                     j = k + 1;
                 }
         }

@@ -41,6 +41,7 @@ struct pystack_opts {
                            stack costs one call per frame not predicted) */
     uint32_t refresh_interval_us; /* least time between two walks of the thread list caused
                                      by unknown tids; 0: 10000 */
+    bool exact_reads;       /* one iovec per predicted frame, even for neighbours in memory */
     uint32_t code_trust_us; /* a code object validated this recently is not re-read; 0: every
                                sample re-validates (set it for in-kernel capture, where the
                                header re-read would be the only read of a sample) */

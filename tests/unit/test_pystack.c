@@ -304,6 +304,25 @@ static void deep(void **state)
     struct remote_stats before = *pystack_remote_stats(ps);
     assert_int_equal(pystack_read(ps, t->exp[0].tid, fr, 2048, &flags), n);
     assert_int_equal(pystack_remote_stats(ps)->calls - before.calls, 1);
+    /* Neighbouring frames were read as ranges: far fewer iovecs than frames. */
+    uint64_t iovecs = pystack_remote_stats(ps)->segs_requested - before.segs_requested;
+    print_message("steady read of %d frames: %lu iovecs\n", n, (unsigned long)iovecs);
+    assert_true(iovecs < 100);
+    pystack_close(ps);
+    profile_free(&prof);
+
+    /* The same with one iovec per frame. */
+    struct pystack_opts o = {.max_depth = 2048, .exact_reads = true};
+    char err[256];
+    static struct pystack_frame fr2[2048];
+    assert_int_equal(profile_init(&prof), 0);
+    assert_int_equal(pystack_open(&ps, t->pid, &prof, &o, err, sizeof(err)), 0);
+    assert_int_equal(pystack_read(ps, t->exp[0].tid, fr2, 2048, &flags), n);
+    before = *pystack_remote_stats(ps);
+    assert_int_equal(pystack_read(ps, t->exp[0].tid, fr2, 2048, &flags), n);
+    assert_int_equal(pystack_remote_stats(ps)->calls - before.calls, 1);
+    assert_true(pystack_remote_stats(ps)->segs_requested - before.segs_requested >= (uint64_t)n);
+    match(&prof, fr2, n, &t->exp[0]);
     pystack_close(ps);
     profile_free(&prof);
 
