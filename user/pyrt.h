@@ -39,8 +39,7 @@ struct pyrt_layout {
     /* PyInterpreterState */
     uint32_t is_next, is_threads_head;
     /* PyThreadState: ts_cframe is 0 when the top frame sits in the thread state (3.13+) */
-    uint32_t ts_next, ts_interp, ts_native_thread_id, ts_cframe, cf_current_frame,
-        ts_current_frame;
+    uint32_t ts_next, ts_interp, ts_native_thread_id, ts_cframe, cf_current_frame, ts_current_frame;
     uint32_t ts_read_size; /* bytes covering every field above */
     /* _PyInterpreterFrame; f_is_entry is -1 when the version has none (3.12+) */
     uint32_t f_code, f_previous, f_instr, f_owner;
@@ -56,11 +55,11 @@ struct pyrt_layout {
 
 struct pyrt {
     pid_t pid;
-    char path[4096];        /* the mapped file holding the runtime (python or libpython) */
-    bool shared_lib;        /* libpython*.so rather than the executable */
-    uint64_t runtime_addr;  /* _PyRuntime */
-    uint64_t code_type;     /* &PyCode_Type in the target (0 when unknown) */
-    char version[32];       /* "3.11.7" */
+    char path[4096];       /* the mapped file holding the runtime (python or libpython) */
+    bool shared_lib;       /* libpython*.so rather than the executable */
+    uint64_t runtime_addr; /* _PyRuntime */
+    uint64_t code_type;    /* &PyCode_Type in the target (0 when unknown) */
+    char version[32];      /* "3.11.7" */
     struct pyrt_layout L;
 };
 

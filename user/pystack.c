@@ -9,20 +9,20 @@
 
 #include "pycode.h"
 
-#define MAX_INTERPS      64
-#define MAX_THREADS      8192
-#define MAX_PRED_CODES   64   /* code headers re-read with the prediction */
-#define FRAME_BUF        128  /* bytes; f_read_size is ~72 */
+#define MAX_INTERPS    64
+#define MAX_THREADS    8192
+#define MAX_PRED_CODES 64  /* code headers re-read with the prediction */
+#define FRAME_BUF      128 /* bytes; f_read_size is ~72 */
 /* Predicted frames closer than this in memory are read as one range: frames of one thread sit
  * next to each other in its data stack, a few locals apart, and one iovec costs less than two. */
-#define COALESCE_GAP     256
+#define COALESCE_GAP 256
 
 /* What the thread's previous sample saw: read again first, in one call. */
 struct thread_slot {
     pid_t tid;
     uint64_t tstate;
-    uint64_t cframe;         /* 3.11/3.12: tstate->cframe */
-    uint64_t *frames;        /* frame addresses, leaf first, shims included */
+    uint64_t cframe;  /* 3.11/3.12: tstate->cframe */
+    uint64_t *frames; /* frame addresses, leaf first, shims included */
     uint32_t nframes;
     uint64_t codes[MAX_PRED_CODES]; /* distinct code objects of those frames */
     uint32_t ncodes;
@@ -36,7 +36,11 @@ struct pystack {
     struct pycode *code;
     struct pystack_opts o;
     struct pystack_stats st;
-    struct { pid_t tid; uint32_t slot; bool valid; } l1; /* last thread asked for */
+    struct {
+        pid_t tid;
+        uint32_t slot;
+        bool valid;
+    } l1; /* last thread asked for */
     struct thread_slot *slots;
     uint32_t nslots;
     uint32_t *idx, idx_cap; /* tid hash → slot + 1 */
@@ -123,8 +127,7 @@ static int refresh_threads(struct pystack *ps)
                 }
                 nslots = g;
             }
-            nslots[n++] = (struct thread_slot){.tid = (pid_t)u64_at(ts, L->ts_native_thread_id),
-                                               .tstate = t};
+            nslots[n++] = (struct thread_slot){.tid = (pid_t)u64_at(ts, L->ts_native_thread_id), .tstate = t};
         }
         interp = next;
     }
@@ -203,8 +206,8 @@ int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate)
 
 /* -- Lifecycle ---------------------------------------------------------------------------------- */
 
-int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
-                 const struct pystack_opts *opts, char *err, size_t errlen)
+int pystack_open(struct pystack **out, pid_t pid, struct profile *prof, const struct pystack_opts *opts,
+                 char *err, size_t errlen)
 {
     struct pystack *ps = calloc(1, sizeof(*ps));
     int rc;
@@ -248,8 +251,8 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
     if (!ps->segs || !ps->fbuf || !ps->fseg || !ps->hbuf || !ps->raw || !ps->addrs || !ps->seen ||
         !ps->seen_stamp)
         goto fail;
-    if ((rc = pycode_new(&ps->code, &ps->rt, &ps->r, prof, &ps->st,
-                         (uint64_t)ps->o.code_trust_us * 1000)) != 0)
+    if ((rc = pycode_new(&ps->code, &ps->rt, &ps->r, prof, &ps->st, (uint64_t)ps->o.code_trust_us * 1000)) !=
+        0)
         goto fail;
     *out = ps;
     return 0;
@@ -278,9 +281,18 @@ void pystack_close(struct pystack *ps)
     free(ps);
 }
 
-const struct pyrt *pystack_runtime(const struct pystack *ps) { return &ps->rt; }
-const struct remote_stats *pystack_remote_stats(const struct pystack *ps) { return &ps->r.st; }
-void pystack_get_stats(const struct pystack *ps, struct pystack_stats *st) { *st = ps->st; }
+const struct pyrt *pystack_runtime(const struct pystack *ps)
+{
+    return &ps->rt;
+}
+const struct remote_stats *pystack_remote_stats(const struct pystack *ps)
+{
+    return &ps->r.st;
+}
+void pystack_get_stats(const struct pystack *ps, struct pystack_stats *st)
+{
+    *st = ps->st;
+}
 
 /* -- One sample --------------------------------------------------------------------------------- */
 
@@ -300,16 +312,14 @@ static bool visit(struct pystack *ps, uint64_t addr)
 }
 
 /* The predicted batch: thread state, cframe, frames, code headers. Returns segments used. */
-static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8_t *tsbuf,
-                          uint64_t *cf_top)
+static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8_t *tsbuf, uint64_t *cf_top)
 {
     const struct pyrt_layout *L = &ps->rt.L;
     size_t n = 0;
 
     ps->segs[n++] = REMOTE_SEG(s->tstate, tsbuf, L->ts_read_size);
     if (L->ts_cframe)
-        ps->segs[n++] =
-            REMOTE_SEG(s->cframe + L->cf_current_frame, cf_top, s->cframe ? 8 : 0);
+        ps->segs[n++] = REMOTE_SEG(s->cframe + L->cf_current_frame, cf_top, s->cframe ? 8 : 0);
     /* Frames: one segment per run of neighbours (each run at most (F + gap) bytes per frame, so
      * the buffer of max_depth * (FRAME_BUF + gap) bytes always suffices). */
     const uint64_t F = L->f_read_size;
@@ -340,8 +350,7 @@ static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8
     ps->code_seg0 = n;
     /* Code headers, except those trusted without a re-read (zero-length: no iovec). */
     for (uint32_t k = 0; k < s->ncodes; k++)
-        ps->segs[n++] = REMOTE_SEG(s->codes[k] + L->co_hdr_start,
-                                   ps->hbuf + (size_t)k * L->co_hdr_size,
+        ps->segs[n++] = REMOTE_SEG(s->codes[k] + L->co_hdr_start, ps->hbuf + (size_t)k * L->co_hdr_size,
                                    pycode_checked(ps->code, s->codes[k]) ? 0 : L->co_hdr_size);
     return n;
 }
@@ -376,8 +385,7 @@ static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t 
     }
 }
 
-int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_t max,
-                 unsigned *flags)
+int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_t max, unsigned *flags)
 {
     const struct pyrt_layout *L = &ps->rt.L;
     const uint64_t calls0 = ps->r.st.calls;
@@ -483,8 +491,7 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
     save_prediction(ps, s, cframe, n);
     if (flags)
         *flags = fl;
-    rc = pycode_symbolize(ps->code, ps->raw, n, out, max,
-                          !(fl & (PYSTACK_BROKEN | PYSTACK_TRUNCATED)));
+    rc = pycode_symbolize(ps->code, ps->raw, n, out, max, !(fl & (PYSTACK_BROKEN | PYSTACK_TRUNCATED)));
     if (ps->r.st.calls - calls0 == 1)
         ps->st.steady_samples++;
     return rc;

@@ -36,15 +36,15 @@
 struct pystack;
 
 struct pystack_opts {
-    uint32_t max_depth; /* Python frames per sample, shims included; 0: 1024 */
-    uint32_t max_reads; /* process_vm_readv calls per sample; 0: max_depth + 16 (a cold
-                           stack costs one call per frame not predicted) */
+    uint32_t max_depth;           /* Python frames per sample, shims included; 0: 1024 */
+    uint32_t max_reads;           /* process_vm_readv calls per sample; 0: max_depth + 16 (a cold
+                                     stack costs one call per frame not predicted) */
     uint32_t refresh_interval_us; /* least time between two walks of the thread list caused
                                      by unknown tids; 0: 10000 */
-    bool exact_reads;       /* one iovec per predicted frame, even for neighbours in memory */
-    uint32_t code_trust_us; /* a code object validated this recently is not re-read; 0: every
-                               sample re-validates (set it for in-kernel capture, where the
-                               header re-read would be the only read of a sample) */
+    bool exact_reads;             /* one iovec per predicted frame, even for neighbours in memory */
+    uint32_t code_trust_us;       /* a code object validated this recently is not re-read; 0: every
+                                     sample re-validates (set it for in-kernel capture, where the
+                                     header re-read would be the only read of a sample) */
 };
 
 /* One Python frame of a sample, leaf first. */
@@ -63,36 +63,35 @@ struct pystack_frame {
 
 /* A frame as captured elsewhere (in-kernel), leaf first. */
 struct pystack_raw {
-    uint64_t code;  /* PyCodeObject address (f_code / f_executable) */
-    uint64_t instr; /* prev_instr (3.11/3.12) or instr_ptr (3.13) */
-    uint8_t owner;  /* _PyInterpreterFrame.owner */
+    uint64_t code;    /* PyCodeObject address (f_code / f_executable) */
+    uint64_t instr;   /* prev_instr (3.11/3.12) or instr_ptr (3.13) */
+    uint8_t owner;    /* _PyInterpreterFrame.owner */
     uint8_t is_entry; /* 3.11 only */
 };
 
 struct pystack_stats {
-    uint64_t samples;      /* pystack_read + pystack_symbolize calls */
-    uint64_t frames;       /* Python frames returned */
+    uint64_t samples; /* pystack_read + pystack_symbolize calls */
+    uint64_t frames;  /* Python frames returned */
     uint64_t l1_hits, l1_misses;
     uint64_t l2_hits, l2_misses, l2_refreshes, l2_refreshes_deferred;
-    uint64_t pred_hits, pred_misses;   /* frames found in / missing from the predicted read */
-    uint64_t steady_samples;           /* samples served by the predicted read alone */
+    uint64_t pred_hits, pred_misses;             /* frames found in / missing from the predicted read */
+    uint64_t steady_samples;                     /* samples served by the predicted read alone */
     uint64_t code_hits, code_misses, code_stale; /* stale: header changed, entry replaced */
-    uint64_t code_objects;             /* entries in the code cache */
-    uint64_t fin_hits, fin_misses;     /* (code, offset) → frame cache */
+    uint64_t code_objects;                       /* entries in the code cache */
+    uint64_t fin_hits, fin_misses;               /* (code, offset) → frame cache */
     uint64_t truncated, errors, loops, budget_exhausted, bad_code;
 };
 
 /* Attaches to the Python runtime of `pid` (pyrt_attach) and interns frames into `prof`. On
  * failure, *err says why in one line. */
-int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
-                 const struct pystack_opts *opts, char *err, size_t errlen);
+int pystack_open(struct pystack **out, pid_t pid, struct profile *prof, const struct pystack_opts *opts,
+                 char *err, size_t errlen);
 void pystack_close(struct pystack *ps);
 
 /* Reads the Python stack of thread `tid` now: up to `max` frames, leaf first, into out. Returns
  * the number of frames (0: no Python code running), -ESRCH when `tid` has no Python thread state,
  * or another -errno when the target cannot be read. */
-int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_t max,
-                 unsigned *flags);
+int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_t max, unsigned *flags);
 
 /* Symbolises frames captured elsewhere (in-kernel): only code objects are read (batched,
  * cached). Shim frames (owner == 3) are dropped; `truncated` says the capture stopped before the

@@ -142,8 +142,7 @@ static void stop(struct target *t)
     free(t);
 }
 
-static struct pystack *open_reader(pid_t pid, struct profile *prof, uint32_t depth,
-                                   uint32_t reads)
+static struct pystack *open_reader(pid_t pid, struct profile *prof, uint32_t depth, uint32_t reads)
 {
     struct pystack *ps = NULL;
     struct pystack_opts o = {.max_depth = depth, .max_reads = reads};
@@ -157,8 +156,7 @@ static struct pystack *open_reader(pid_t pid, struct profile *prof, uint32_t dep
 }
 
 /* The expected chain must be the root end of the frames read, frame by frame. */
-static void match(const struct profile *prof, const struct pystack_frame *fr, int n,
-                  const struct expect *e)
+static void match(const struct profile *prof, const struct pystack_frame *fr, int n, const struct expect *e)
 {
     int start = n - e->n;
     if (start < 0) {
@@ -169,8 +167,8 @@ static void match(const struct profile *prof, const struct pystack_frame *fr, in
         const struct frame *f = &prof->frames[fr[start + k].frame];
         const struct exp_frame *x = &e->f[k];
         if (strcmp(f->name, x->name) != 0 || f->line < x->lo || f->line > x->hi) {
-            print_error("frame %d: %s:%u, expected %s:%u-%u\n", start + k, f->name, f->line,
-                        x->name, x->lo, x->hi);
+            print_error("frame %d: %s:%u, expected %s:%u-%u\n", start + k, f->name, f->line, x->name, x->lo,
+                        x->hi);
             fail();
         }
         assert_non_null(f->file);
@@ -360,7 +358,10 @@ static uint64_t rd64(pid_t pid, uint64_t addr)
     return v;
 }
 
-static void w64(pid_t pid, uint64_t addr, uint64_t v) { wmem(pid, addr, &v, 8); }
+static void w64(pid_t pid, uint64_t addr, uint64_t v)
+{
+    wmem(pid, addr, &v, 8);
+}
 
 static uint8_t rd8(pid_t pid, uint64_t addr)
 {
@@ -400,8 +401,8 @@ static double ms_since(const struct timespec *t0)
 #define FAKE_TID 0x3ffff000
 
 /* A str object: compact (ASCII when kind == 1 and ascii), `length` characters. */
-static void forge_str(pid_t pid, const struct pyrt_layout *L, uint64_t at, uint64_t length,
-                      unsigned state, const char *text)
+static void forge_str(pid_t pid, const struct pyrt_layout *L, uint64_t at, uint64_t length, unsigned state,
+                      const char *text)
 {
     w64(pid, at + L->str_length, length);
     uint32_t st = state;
@@ -410,8 +411,8 @@ static void forge_str(pid_t pid, const struct pyrt_layout *L, uint64_t at, uint6
         wmem(pid, at + L->str_ascii_data, text, strlen(text));
 }
 
-static void forge_code(pid_t pid, const struct pyrt *rt, uint64_t at, uint64_t qual,
-                       uint64_t file, uint64_t table, uint32_t first)
+static void forge_code(pid_t pid, const struct pyrt *rt, uint64_t at, uint64_t qual, uint64_t file,
+                       uint64_t table, uint32_t first)
 {
     const struct pyrt_layout *L = &rt->L;
     w64(pid, at + L->ob_type, rt->code_type);
@@ -422,8 +423,7 @@ static void forge_code(pid_t pid, const struct pyrt *rt, uint64_t at, uint64_t q
     wmem(pid, at + L->co_firstlineno, &first, 4);
 }
 
-static void forge_frame(pid_t pid, const struct pyrt_layout *L, uint64_t at, uint64_t code,
-                        uint64_t previous)
+static void forge_frame(pid_t pid, const struct pyrt_layout *L, uint64_t at, uint64_t code, uint64_t previous)
 {
     w64(pid, at + L->f_code, code);
     w64(pid, at + L->f_previous, previous);
@@ -464,11 +464,10 @@ static void forged(void **state)
     forge_frame(pid, L, F, code, F + 128); /* 0: a loop of two frames */
     forge_frame(pid, L, F + 128, code, F);
     tops[0] = F;
-    tops[1] = 0x10; /* 1: unmapped */
+    tops[1] = 0x10;             /* 1: unmapped */
     uint64_t chain = B + 65536; /* 2: 6000 frames, each a separate read */
     for (int i = 0; i < 6000; i++)
-        forge_frame(pid, L, chain + (uint64_t)i * 128, code,
-                    i == 5999 ? 0 : chain + (uint64_t)(i + 1) * 128);
+        forge_frame(pid, L, chain + (uint64_t)i * 128, code, i == 5999 ? 0 : chain + (uint64_t)(i + 1) * 128);
     tops[2] = chain;
     forge_frame(pid, L, F + 256, absurd, 0); /* 3: absurd code object */
     tops[3] = F + 256;
@@ -591,7 +590,10 @@ int main(void)
 {
     static struct CMUnitTest tests[4 * NPY + 2];
     static char names[4 * NPY][128];
-    static const struct { const char *what; void (*fn)(void **); } kinds[] = {
+    static const struct {
+        const char *what;
+        void (*fn)(void **);
+    } kinds[] = {
         {"chain main>outer>middle>inner, steady = 1 call", chain},
         {"4 threads", threads},
         {"recursion 1000, cap 512 truncates", deep},
