@@ -21,6 +21,7 @@
 struct thread_slot {
     pid_t tid;
     uint64_t tstate;
+    uint64_t interp;  /* the interpreter whose list held it */
     uint64_t cframe;  /* 3.11/3.12: tstate->cframe */
     uint64_t *frames; /* frame addresses, leaf first, shims included */
     uint32_t nframes;
@@ -127,7 +128,8 @@ static int refresh_threads(struct pystack *ps)
                 }
                 nslots = g;
             }
-            nslots[n++] = (struct thread_slot){.tid = (pid_t)u64_at(ts, L->ts_native_thread_id), .tstate = t};
+            nslots[n++] = (struct thread_slot){
+                .tid = (pid_t)u64_at(ts, L->ts_native_thread_id), .tstate = t, .interp = interp};
         }
         interp = next;
     }
@@ -403,7 +405,9 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
         nseg = build_batch(ps, &ps->slots[si], ts, &cf_top);
         if ((rc = remote_readv(&ps->r, ps->segs, nseg, true)) < 0)
             return rc;
-        if (ps->segs[0].ok && (pid_t)u64_at(ts, L->ts_native_thread_id) == tid)
+        /* Still this thread's state: same tid, same interpreter (freed memory rarely keeps both). */
+        if (ps->segs[0].ok && (pid_t)u64_at(ts, L->ts_native_thread_id) == tid &&
+            u64_at(ts, L->ts_interp) == ps->slots[si].interp)
             break;
         /* The thread state moved or died: the caches are stale for this thread. */
         if (attempt == 1)

@@ -4,7 +4,7 @@ Each mode prints what a reader should find, then keeps the stack in place until 
   EXPECT <native tid> <func>:<line>[-<line>] ...   leaf first; a range for a spinning loop
   BUFFER <address> <size>                          scratch memory a test may overwrite
   READY
-Modes: spin, block, threads, deep N, change, forge.
+Modes: spin, block, threads, deep N, change, churn, forge.
 """
 import inspect
 import sys
@@ -127,6 +127,26 @@ def main():
     elif mode == "change":
         threading.Timer(0.2, lambda: print("READY", flush=True)).start()
         changing()
+    elif mode == "churn":
+        # Short-lived threads, created and joined without end, each in its own function.
+        def short_lived(n):
+            s = 0
+            for i in range(50000):
+                s += i * n
+            return s
+
+        def churner():
+            while True:
+                ts = [threading.Thread(target=short_lived, args=(i,)) for i in range(8)]
+                for t in ts:
+                    t.start()
+                for t in ts:
+                    t.join()
+
+        for _ in range(4):
+            threading.Thread(target=churner, daemon=True).start()
+        print("READY", flush=True)
+        threading.Event().wait()
     elif mode == "forge":
         import ctypes
         buf = ctypes.create_string_buffer(1 << 20)

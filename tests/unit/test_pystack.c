@@ -5,6 +5,7 @@
  * The forged-memory test writes fake thread states and frame chains into a scratch buffer of the
  * target and links them into its thread list.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -72,7 +74,7 @@ static bool read_line(struct target *t, char *line, size_t cap)
             return true;
         }
         struct pollfd p = {t->fd, POLLIN, 0};
-        if (poll(&p, 1, 15000) <= 0 || t->len == sizeof(t->buf))
+        if (poll(&p, 1, 30000) <= 0 || t->len == sizeof(t->buf))
             return false;
         ssize_t got = read(t->fd, t->buf + t->len, sizeof(t->buf) - t->len);
         if (got <= 0)
@@ -101,6 +103,9 @@ static void parse_expect(struct expect *e, char *line)
     }
 }
 
+/* The workload of the running test; the teardown stops it even when the test failed. */
+static struct target *current;
+
 /* Starts `py nested.py mode [arg]` and waits for READY and `nexp` EXPECT lines. */
 static struct target *spawn(const char *py, const char *mode, const char *arg, int nexp)
 {
@@ -111,6 +116,7 @@ static struct target *spawn(const char *py, const char *mode, const char *arg, i
     t->pid = fork();
     assert_true(t->pid >= 0);
     if (t->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         dup2(p[1], 1);
         close(p[0]);
         execl(py, py, "tests/py/nested.py", mode, arg, (char *)NULL);
@@ -118,6 +124,7 @@ static struct target *spawn(const char *py, const char *mode, const char *arg, i
     }
     close(p[1]);
     t->fd = p[0];
+    current = t;
     bool ready = false;
     static char line[1 << 16];
     while ((!ready || t->nexp < nexp) && read_line(t, line, sizeof(line))) {
@@ -140,6 +147,15 @@ static void stop(struct target *t)
     waitpid(t->pid, NULL, 0);
     close(t->fd);
     free(t);
+    current = NULL;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (current)
+        stop(current);
+    return 0;
 }
 
 static struct pystack *open_reader(pid_t pid, struct profile *prof, uint32_t depth, uint32_t reads)
@@ -188,6 +204,7 @@ static bool have(void **state)
 /* -- Tests ------------------------------------------------------------------------------------- */
 
 static int raw_chain(pid_t pid, struct pystack *ps, pid_t tid, struct pystack_raw *raw, int max);
+static double ms_since(const struct timespec *t0);
 
 /* main → outer → middle → inner, blocked and spinning; one call per steady sample. */
 static void chain(void **state)
@@ -546,6 +563,57 @@ static void forged(void **state)
     stop(t);
 }
 
+/* Threads created and destroyed without end while every task of the process is read. */
+static void churn(void **state)
+{
+    if (!have(state))
+        return;
+    struct target *t = spawn(*state, "churn", NULL, 0);
+    struct profile prof;
+    struct pystack *ps = open_reader(t->pid, &prof, 0, 0);
+    static struct pystack_frame fr[1024];
+    unsigned reads = 0, ok = 0, gone = 0, seen_short = 0;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)t->pid);
+    while (ms_since(&t0) < 1500) {
+        DIR *d = opendir(path);
+        assert_non_null(d);
+        for (struct dirent *e; (e = readdir(d));) {
+            if (e->d_name[0] == '.')
+                continue;
+            unsigned flags;
+            int n = pystack_read(ps, atoi(e->d_name), fr, 1024, &flags);
+            reads++;
+            if (n == -ESRCH) {
+                gone++;
+                continue;
+            }
+            assert_true(n >= 0);
+            ok++;
+            for (int i = 0; i < n; i++) {
+                const struct frame *f = &prof.frames[fr[i].frame];
+                assert_true(f->name[0] != 0);
+                seen_short += strstr(f->name, "short_lived") != NULL;
+            }
+        }
+        closedir(d);
+    }
+    struct pystack_stats st;
+    pystack_get_stats(ps, &st);
+    print_message("%u reads: %u stacks, %u without thread state, %u in short_lived; errors %lu, "
+                  "refreshes %lu (%lu deferred)\n",
+                  reads, ok, gone, seen_short, (unsigned long)st.errors, (unsigned long)st.l2_refreshes,
+                  (unsigned long)st.l2_refreshes_deferred);
+    assert_true(ok > 100 && seen_short > 0);
+    assert_true(st.errors * 20 < ok); /* a stale read now and then, not a broken reader */
+    assert_int_equal(kill(t->pid, 0), 0);
+    pystack_close(ps);
+    profile_free(&prof);
+    stop(t);
+}
+
 /* 3.10 is refused with a message naming the reason. */
 static void refuse_old(void **state)
 {
@@ -588,8 +656,8 @@ static void refuse_nonpython(void **state)
 
 int main(void)
 {
-    static struct CMUnitTest tests[4 * NPY + 2];
-    static char names[4 * NPY][128];
+    static struct CMUnitTest tests[5 * NPY + 2];
+    static char names[5 * NPY][128];
     static const struct {
         const char *what;
         void (*fn)(void **);
@@ -598,12 +666,13 @@ int main(void)
         {"4 threads", threads},
         {"recursion 1000, cap 512 truncates", deep},
         {"forged memory ends, errors counted", forged},
+        {"thread churn", churn},
     };
     size_t n = 0;
-    for (size_t k = 0; k < 4; k++)
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
         for (size_t i = 0; i < NPY; i++) {
             snprintf(names[n], sizeof(names[n]), "%s: %s", kinds[k].what, pythons[i]);
-            tests[n] = (struct CMUnitTest){names[n], kinds[k].fn, NULL, NULL, (void *)pythons[i]};
+            tests[n] = (struct CMUnitTest){names[n], kinds[k].fn, NULL, teardown, (void *)pythons[i]};
             n++;
         }
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(refuse_old);
