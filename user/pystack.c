@@ -16,6 +16,8 @@
 /* Predicted frames closer than this in memory are read as one range: frames of one thread sit
  * next to each other in its data stack, a few locals apart, and one iovec costs less than two. */
 #define COALESCE_GAP 256
+#define NOT_PYTHON_SLOTS 64 /* tids recently found without a thread state */
+#define NOT_PYTHON_NS    1000000000ull
 
 /* What the thread's previous sample saw: read again first, in one call. */
 struct thread_slot {
@@ -29,8 +31,15 @@ struct thread_slot {
     uint32_t ncodes;
 };
 
+struct nonpy {
+    pid_t tid;
+    uint64_t since_ns;
+};
+
 struct pystack {
     uint64_t last_refresh_ns;
+    struct nonpy nonpy[NOT_PYTHON_SLOTS];
+    unsigned nonpy_next;
     struct pyrt rt;
     struct remote r;
     struct profile *prof;
@@ -91,6 +100,14 @@ static int slot_find(const struct pystack *ps, pid_t tid)
 }
 
 /* -- L2: thread states from interp->threads ---------------------------------------------------- */
+
+static bool not_python(const struct pystack *ps, pid_t tid, uint64_t now)
+{
+    for (unsigned i = 0; i < NOT_PYTHON_SLOTS; i++)
+        if (ps->nonpy[i].tid == tid && now - ps->nonpy[i].since_ns < NOT_PYTHON_NS)
+            return true;
+    return false;
+}
 
 /* Re-reads every interpreter's thread list and rebuilds the tid table; predictions of threads
  * whose thread state did not move are kept. */
@@ -178,9 +195,12 @@ static int thread_slot(struct pystack *ps, pid_t tid)
         ps->st.l2_hits++;
     } else {
         ps->st.l2_misses++;
-        /* A tid without a thread state (a C thread) would otherwise walk the list every time. */
-        if (ps->last_refresh_ns &&
-            now_ns() - ps->last_refresh_ns < (uint64_t)ps->o.refresh_interval_us * 1000) {
+        /* A tid without a thread state (a C thread) would otherwise walk the list every time:
+         * walks are spaced by refresh_interval_us, and a tid a walk did not find is not looked
+         * for again during NOT_PYTHON_NS. */
+        uint64_t now = now_ns();
+        if ((ps->last_refresh_ns && now - ps->last_refresh_ns < (uint64_t)ps->o.refresh_interval_us * 1000) ||
+            not_python(ps, tid, now)) {
             ps->st.l2_refreshes_deferred++;
             return -ESRCH;
         }
@@ -188,8 +208,10 @@ static int thread_slot(struct pystack *ps, pid_t tid)
         if (rc)
             return rc;
         s = slot_find(ps, tid);
-        if (s < 0)
+        if (s < 0) {
+            ps->nonpy[ps->nonpy_next++ % NOT_PYTHON_SLOTS] = (struct nonpy){tid, now};
             return -ESRCH;
+        }
     }
     ps->l1.tid = tid;
     ps->l1.slot = (uint32_t)s;

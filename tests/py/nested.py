@@ -15,6 +15,13 @@ import time
 print_lock = threading.Lock()
 
 
+def say(text):
+    # One line at a time: print() from several threads may interleave within a line.
+    with print_lock:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
+
 def report(frame, leaf_lines=None):
     parts = []
     first = True
@@ -26,8 +33,7 @@ def report(frame, leaf_lines=None):
             parts.append("%s:%d" % (name, frame.f_lineno))
         first = False
         frame = frame.f_back
-    with print_lock:
-        print("EXPECT %d %s" % (threading.get_native_id(), " ".join(parts)), flush=True)
+    say("EXPECT %d %s" % (threading.get_native_id(), " ".join(parts)))
 
 
 def spin_here(report_lines):  # noqa: ARG001
@@ -40,7 +46,7 @@ def inner(mode):
     if mode == "block":
         ev = threading.Event()
         here = inspect.currentframe()
-        print("READY", flush=True)
+        say("READY")
         report(here); ev.wait()  # noqa: E702
     x = 0
     spin_here(True)
@@ -88,7 +94,7 @@ def recurse(n):
         return recurse(n - 1)
     ev = threading.Event()
     here = inspect.currentframe()
-    print("READY", flush=True)
+    say("READY")
     report(here); ev.wait()  # noqa: E702
 
 
@@ -113,19 +119,19 @@ def main():
     mode = sys.argv[1]
     if mode in ("spin", "block"):
         if mode == "spin":
-            threading.Timer(0.2, lambda: print("READY", flush=True)).start()
+            threading.Timer(0.2, lambda: say("READY")).start()
         main_chain(mode)
     elif mode == "threads":
         for fn in (work_alpha, work_beta, work_gamma, work_delta):
             threading.Thread(target=fn, args=(0,), daemon=True).start()
         time.sleep(0.3)
-        print("READY", flush=True)
+        say("READY")
         threading.Event().wait()
     elif mode == "deep":
         sys.setrecursionlimit(100000)
         recurse(int(sys.argv[2]))
     elif mode == "change":
-        threading.Timer(0.2, lambda: print("READY", flush=True)).start()
+        threading.Timer(0.2, lambda: say("READY")).start()
         changing()
     elif mode == "churn":
         # Short-lived threads, created and joined without end, each in its own function.
@@ -145,13 +151,13 @@ def main():
 
         for _ in range(4):
             threading.Thread(target=churner, daemon=True).start()
-        print("READY", flush=True)
+        say("READY")
         threading.Event().wait()
     elif mode == "forge":
         import ctypes
         buf = ctypes.create_string_buffer(1 << 20)
-        print("BUFFER %d %d" % (ctypes.addressof(buf), len(buf)), flush=True)
-        print("READY", flush=True)
+        say("BUFFER %d %d" % (ctypes.addressof(buf), len(buf)))
+        say("READY")
         threading.Event().wait()
 
 
