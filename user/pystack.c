@@ -12,10 +12,14 @@
 #define MAX_INTERPS    64
 #define MAX_THREADS    8192
 #define MAX_PRED_CODES 64  /* code headers re-read with the prediction */
+#define RECENT_CODES   8   /* ... of which codes no longer on the stack */
 #define FRAME_BUF      128 /* bytes; f_read_size is ~72 */
 /* Predicted frames closer than this in memory are read as one range: frames of one thread sit
  * next to each other in its data stack, a few locals apart, and one iovec costs less than two. */
 #define COALESCE_GAP 256
+/* The run holding the leaf frame also covers up to this many bytes above it, never past the end
+ * of the leaf's page: frames pushed since the last sample land there (data stacks grow up). */
+#define SPEC_WINDOW      1024
 #define NOT_PYTHON_SLOTS 64 /* tids recently found without a thread state */
 #define NOT_PYTHON_NS    1000000000ull
 
@@ -59,7 +63,7 @@ struct pystack {
     uint8_t *fbuf, *hbuf;
     uint32_t *fseg; /* predicted frame k → segment holding it */
     uint32_t gap;   /* COALESCE_GAP, or 0 with exact_reads */
-    size_t code_seg0;
+    size_t frame_seg0, code_seg0;
     struct pystack_raw *raw;
     uint64_t *addrs;
     uint64_t *seen;
@@ -264,7 +268,7 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof, const st
         ps->seen_cap *= 2;
     ps->segs = calloc(d + MAX_PRED_CODES + 2, sizeof(*ps->segs));
     ps->gap = ps->o.exact_reads ? 0 : COALESCE_GAP;
-    ps->fbuf = malloc((size_t)d * (FRAME_BUF + ps->gap));
+    ps->fbuf = malloc((size_t)d * (FRAME_BUF + ps->gap) + SPEC_WINDOW);
     ps->fseg = calloc(d, sizeof(*ps->fseg));
     ps->hbuf = malloc((size_t)MAX_PRED_CODES * ps->rt.L.co_hdr_size);
     ps->raw = calloc(d, sizeof(*ps->raw));
@@ -344,6 +348,7 @@ static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8
     ps->segs[n++] = REMOTE_SEG(s->tstate, tsbuf, L->ts_read_size);
     if (L->ts_cframe)
         ps->segs[n++] = REMOTE_SEG(s->cframe + L->cf_current_frame, cf_top, s->cframe ? 8 : 0);
+    ps->frame_seg0 = n;
     /* Frames: one segment per run of neighbours (each run at most (F + gap) bytes per frame, so
      * the buffer of max_depth * (FRAME_BUF + gap) bytes always suffices). */
     const uint64_t F = L->f_read_size;
@@ -362,6 +367,10 @@ static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8
             }
         }
         if (in_run) { /* close the run */
+            if (run == ps->frame_seg0 && ps->gap) {
+                uint64_t page_end = ((hi - 1) | 4095) + 1;
+                hi += page_end - hi < SPEC_WINDOW ? page_end - hi : SPEC_WINDOW;
+            }
             ps->segs[run] = REMOTE_SEG(lo, ps->fbuf + off, hi - lo);
             off += hi - lo;
         }
@@ -379,11 +388,31 @@ static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8
     return n;
 }
 
+/* A frame not predicted by address may still lie inside a range the batch read: between
+ * predicted neighbours, or in the window above the old leaf. */
+static const uint8_t *in_batch(const struct pystack *ps, uint64_t addr, uint64_t len)
+{
+    for (size_t i = ps->frame_seg0; i < ps->code_seg0; i++) {
+        const struct remote_seg *g = &ps->segs[i];
+        if (g->ok && addr >= g->addr && addr + len <= g->addr + g->len)
+            return (const uint8_t *)g->buf + (addr - g->addr);
+    }
+    return NULL;
+}
+
 /* Where predicted frame k landed in the batch's buffers. */
 static const uint8_t *predicted(const struct pystack *ps, const struct thread_slot *s, uint32_t k)
 {
     const struct remote_seg *g = &ps->segs[ps->fseg[k]];
     return (const uint8_t *)g->buf + (s->frames[k] - g->addr);
+}
+
+static void add_code(struct thread_slot *s, uint64_t code)
+{
+    for (uint32_t k = 0; k < s->ncodes; k++)
+        if (s->codes[k] == code)
+            return;
+    s->codes[s->ncodes++] = code;
 }
 
 static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t cframe, size_t n)
@@ -397,16 +426,20 @@ static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t 
     memcpy(s->frames, ps->addrs, n * sizeof(*s->frames));
     s->nframes = (uint32_t)n;
     s->cframe = cframe;
+    /* Code objects to re-validate with the next prediction: those of this stack, then up to
+     * RECENT_CODES of earlier stacks (leaves come and go; their headers then ride along). */
+    uint64_t old[MAX_PRED_CODES];
+    uint32_t nold = s->ncodes;
+    memcpy(old, s->codes, nold * sizeof(*old));
     s->ncodes = 0;
     for (size_t i = 0; i < n && s->ncodes < MAX_PRED_CODES; i++) {
         if (L->minor >= 12 && ps->raw[i].owner >= PYRT_OWNED_BY_CSTACK)
             continue;
-        bool dup = false;
-        for (uint32_t k = 0; k < s->ncodes && !dup; k++)
-            dup = s->codes[k] == ps->raw[i].code;
-        if (!dup)
-            s->codes[s->ncodes++] = ps->raw[i].code;
+        add_code(s, ps->raw[i].code);
     }
+    uint32_t limit = s->ncodes + RECENT_CODES < MAX_PRED_CODES ? s->ncodes + RECENT_CODES : MAX_PRED_CODES;
+    for (uint32_t k = 0; k < nold && s->ncodes < limit; k++)
+        add_code(s, old[k]);
 }
 
 int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_t max, unsigned *flags)
@@ -479,6 +512,8 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
                     f = predicted(ps, s, k);
                     j = k + 1;
                 }
+            if (!f)
+                f = in_batch(ps, addr, L->f_read_size);
         }
         if (f) {
             ps->st.pred_hits++;

@@ -4,7 +4,8 @@ Each mode prints what a reader should find, then keeps the stack in place until 
   EXPECT <native tid> <func>:<line>[-<line>] ...   leaf first; a range for a spinning loop
   BUFFER <address> <size>                          scratch memory a test may overwrite
   READY
-Modes: spin, block, threads, deep N, change, churn, forge.
+Modes: spin, block, threads, deep N, change (two leaves in turn), varied (random call trees up
+to 25 frames deep), churn, forge.
 """
 import inspect
 import sys
@@ -115,6 +116,29 @@ def changing():
         leaf_b()
 
 
+def vwork(depth, rng):
+    s = 0
+    for i in range(300):
+        s += i
+    if depth < 12 and rng.random() < 0.8:
+        (vleft if rng.random() < 0.5 else vright)(depth + 1, rng)
+
+
+def vleft(depth, rng):
+    vwork(depth, rng)
+
+
+def vright(depth, rng):
+    vwork(depth, rng)
+
+
+def varied():
+    import random
+    rng = random.Random(1)
+    while True:
+        vwork(0, rng)
+
+
 def main():
     mode = sys.argv[1]
     if mode in ("spin", "block"):
@@ -130,6 +154,9 @@ def main():
     elif mode == "deep":
         sys.setrecursionlimit(100000)
         recurse(int(sys.argv[2]))
+    elif mode == "varied":
+        threading.Timer(0.2, lambda: say("READY")).start()
+        varied()
     elif mode == "change":
         threading.Timer(0.2, lambda: say("READY")).start()
         changing()
