@@ -497,9 +497,10 @@ static uint32_t frame_of(struct pycode *c, const struct pystack_raw *raw)
     }
     /* Offset in code units of the instruction running (3.11/3.12: prev_instr, which starts one
      * unit before the code; 3.13: instr_ptr). */
-    int64_t off = ((int64_t)raw->instr - (int64_t)(raw->code + L->co_code_adaptive)) / 2;
-    if (off < -1 || off > (int64_t)UINT32_MAX - 2)
-        off = -1;
+    const uint64_t start = raw->code + L->co_code_adaptive;
+    int64_t off = -1; /* before the first instruction, or absurd: co_firstlineno */
+    if (raw->instr >= start && (raw->instr - start) / 2 < UINT32_MAX - 2)
+        off = (int64_t)((raw->instr - start) / 2);
     uint64_t key = (uint64_t)e->id << 32 | (uint64_t)(off + 1);
     uint32_t frame;
     if (fin_lookup(c, key, &frame) == 0) {

@@ -11,9 +11,12 @@
 
 #define MAX_INTERPS    64
 #define MAX_THREADS    8192
-#define MAX_PRED_CODES 64  /* code headers re-read with the prediction */
-#define RECENT_CODES   8   /* ... of which codes no longer on the stack */
-#define FRAME_BUF      128 /* bytes; f_read_size is ~72 */
+#define MAX_PRED_CODES 64 /* code headers re-read with the prediction */
+#define RECENT_CODES   8  /* ... of which codes no longer on the stack */
+/* No user-space address reaches this (x86-64 and aarch64 use 47 or 48 bits); frame addresses at
+ * or above it end a chain before any arithmetic on them can wrap. */
+#define USER_ADDR_END (1ull << 56)
+#define FRAME_BUF     128 /* bytes; f_read_size is ~72 */
 /* Predicted frames closer than this in memory are read as one range: frames of one thread sit
  * next to each other in its data stack, a few locals apart, and one iovec costs less than two. */
 #define COALESCE_GAP 256
@@ -394,7 +397,7 @@ static const uint8_t *in_batch(const struct pystack *ps, uint64_t addr, uint64_t
 {
     for (size_t i = ps->frame_seg0; i < ps->code_seg0; i++) {
         const struct remote_seg *g = &ps->segs[i];
-        if (g->ok && addr >= g->addr && addr + len <= g->addr + g->len)
+        if (g->ok && g->len >= len && addr >= g->addr && addr - g->addr <= g->len - len)
             return (const uint8_t *)g->buf + (addr - g->addr);
     }
     return NULL;
@@ -496,6 +499,11 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
         if (n == ps->o.max_depth) {
             fl |= PYSTACK_TRUNCATED;
             ps->st.truncated++;
+            break;
+        }
+        if (addr >= USER_ADDR_END) {
+            ps->st.errors++;
+            fl |= PYSTACK_BROKEN;
             break;
         }
         if (!visit(ps, addr)) {

@@ -477,7 +477,7 @@ static void forged(void **state)
     forge_code(pid, rt, absurd, huge_str, bad_str, huge_bytes, 9);
 
     /* Frame chains at B + 16384 ..; chain k's top frame in tops[k]. */
-    uint64_t F = B + 16384, tops[5];
+    uint64_t F = B + 16384, tops[6];
     forge_frame(pid, L, F, code, F + 128); /* 0: a loop of two frames */
     forge_frame(pid, L, F + 128, code, F);
     tops[0] = F;
@@ -490,15 +490,17 @@ static void forged(void **state)
     tops[3] = F + 256;
     forge_frame(pid, L, F + 384, notcode, 0); /* 4: not a code object */
     tops[4] = F + 384;
+    forge_frame(pid, L, F + 512, code, 0xfffffffffffffff0ull); /* 5: previous near 2^64 */
+    tops[5] = F + 512;
 
     /* Fake thread states at B + k*512, linked after the last real one. */
     uint64_t interp = rd64(pid, rt->runtime_addr + L->rt_interpreters_head);
     uint64_t last = rd64(pid, interp + L->is_threads_head);
     while (rd64(pid, last + L->ts_next))
         last = rd64(pid, last + L->ts_next);
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < 6; k++) {
         uint64_t ts = B + (uint64_t)k * 512;
-        w64(pid, ts + L->ts_next, k == 4 ? 0 : ts + 512);
+        w64(pid, ts + L->ts_next, k == 5 ? 0 : ts + 512);
         w64(pid, ts + L->ts_interp, interp);
         w64(pid, ts + L->ts_native_thread_id, FAKE_TID + (uint64_t)k);
         if (L->ts_cframe) {
@@ -538,6 +540,10 @@ static void forged(void **state)
         n = pystack_read(ps, FAKE_TID + 4, fr, 1024, &flags); /* not code */
         assert_int_equal(n, 1);
         assert_string_equal(prof.frames[fr[0].frame].name, "<unreadable>");
+
+        n = pystack_read(ps, FAKE_TID + 5, fr, 1024, &flags); /* wrapping address */
+        assert_int_equal(n, 1);
+        assert_true(flags & PYSTACK_BROKEN);
         double ms = ms_since(&t0);
         print_message("forged round %d: %.2f ms\n", round, ms);
         assert_true(ms < 500);
