@@ -218,6 +218,13 @@ static void chain(void **state)
         struct profile prof;
         struct pystack *ps = open_reader(t->pid, &prof, 0, 0);
         unsigned flags;
+        /* Debian's python3.11 holds the runtime itself (static libpython); pyenv's link it. */
+        const struct pyrt *rt = pystack_runtime(ps);
+        char mm[16];
+        snprintf(mm, sizeof(mm), "%u.%u", rt->L.major, rt->L.minor);
+        assert_non_null(strstr(*state, mm));
+        assert_int_equal(rt->shared_lib, strncmp(*state, "/usr/bin/", 9) != 0);
+        assert_non_null(strstr(rt->path, rt->shared_lib ? "libpython" : "/usr/bin/python"));
         for (int i = 0; i < 20; i++) {
             struct remote_stats before = *pystack_remote_stats(ps);
             int n = pystack_read(ps, t->exp[0].tid, fr, 64, &flags);
