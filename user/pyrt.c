@@ -176,14 +176,18 @@ static void derive_sizes(struct pyrt_layout *L)
     L->f_read_size = max_u32(L->f_read_size, L->f_owner + 1);
     if (L->f_is_entry >= 0)
         L->f_read_size = max_u32(L->f_read_size, (uint32_t)L->f_is_entry + 1);
-    uint32_t end = L->co_firstlineno + 4;
-    end = max_u32(end, L->co_filename + 8);
-    end = max_u32(end, L->co_name + 8);
-    end = max_u32(end, L->co_qualname + 8);
-    end = max_u32(end, L->co_linetable + 8);
-    L->co_hdr_start = L->ob_type;
-    L->co_hdr_size = end - L->ob_type;
+    /* One header read covers ob_type and the code fields, whatever their order. */
+    uint32_t end = L->co_firstlineno + 4, start = L->co_firstlineno;
+    const uint32_t ptrs[] = {L->ob_type, L->co_filename, L->co_name, L->co_qualname, L->co_linetable};
+    for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++) {
+        end = max_u32(end, ptrs[i] + 8);
+        start = ptrs[i] < start ? ptrs[i] : start;
+    }
+    L->co_hdr_start = start;
+    L->co_hdr_size = end - start;
 }
+
+static void derive_sizes(struct pyrt_layout *L);
 
 static int layout_from_debug_offsets(struct pyrt_layout *L, const struct debug_offsets_313 *d, char *err,
                                      size_t errlen)
@@ -522,6 +526,21 @@ out:
     if (fd >= 0)
         close(fd);
     free(maps);
+    return rc;
+}
+
+int pyrt_layout_from_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, char *err,
+                                   size_t errlen)
+{
+    struct debug_offsets_313 d;
+
+    if (len < sizeof(d))
+        return fail(err, errlen, -EPROTO, "_Py_DebugOffsets: %zu bytes, 3.13 has %zu", len, sizeof(d));
+    memcpy(&d, buf, sizeof(d));
+    memset(L, 0, sizeof(*L));
+    int rc = layout_from_debug_offsets(L, &d, err, errlen);
+    if (rc == 0)
+        derive_sizes(L);
     return rc;
 }
 

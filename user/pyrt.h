@@ -68,6 +68,11 @@ struct pyrt {
  * this reader does not support, -EPROTO a layout check failed. */
 int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t errlen);
 
+/* Checks a 3.13 _Py_DebugOffsets image (`len` bytes) and fills the layout from it; every offset
+ * must lie inside the size its struct declares. -EPROTO (and why, in err) otherwise. */
+int pyrt_layout_from_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, char *err,
+                                   size_t errlen);
+
 /* Address of the first interpreter (the main one); 0 before initialisation. */
 int pyrt_first_interp(const struct pyrt *rt, struct remote *r, uint64_t *interp);
 

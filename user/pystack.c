@@ -260,7 +260,7 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof, const st
     remote_init(&ps->r, pid);
     if ((rc = pyrt_attach(&ps->rt, &ps->r, pid, err, errlen)) != 0)
         goto fail;
-    if (ps->rt.L.f_read_size > FRAME_BUF || ps->rt.L.ts_read_size > 512) {
+    if (ps->rt.L.f_read_size > FRAME_BUF || ps->rt.L.ts_read_size > 512 || ps->rt.L.co_hdr_size > 512) {
         rc = -EPROTO;
         snprintf(err, errlen, "Python %s: structures larger than expected", ps->rt.version);
         goto fail;
