@@ -7,20 +7,25 @@
  *                              └─miss─▶ walk interp->threads (native_thread_id == tid), refill
  *
  *   one batched process_vm_readv:
- *     [thread state] [predicted _PyCFrame] [predicted frame 0] ... [frame N-1] [code hdr] ...
+ *     [thread state] [predicted _PyCFrame] [predicted frames ...] [code hdr] ...
  *      └ exact sizes; the prediction is the chain of the thread's previous sample, so a steady
- *        stack costs exactly this one call. Frames not predicted are read one by one (each
- *        frame's `previous` is only known once it is read), then the walk rejoins the prediction.
+ *        stack costs exactly this one call. Predicted frames that are neighbours in memory are
+ *        read as one range, and the leaf's range runs on to the end of its page (at most 4 KiB),
+ *        where newly pushed frames land (exact_reads: one exact iovec per frame instead).
+ *        Frames found in none of the ranges are read one by one (each frame's `previous` is only
+ *        known once it is read), then the walk rejoins the prediction.
  *
  *   code object cache: address → {qualname, filename, firstlineno, decoded line table}, each
  *     entry validated once per sample by re-reading its header (ob_type, firstlineno, name,
- *     qualname, filename, linetable pointers) — inside the same batched call when predicted.
+ *     qualname, filename, linetable pointers) — inside the same batched call for the code
+ *     objects of the predicted stack and up to 8 recently seen ones.
  *     Misses are fetched for all new code objects of a sample together, in three calls
  *     (headers; str/bytes headers; their contents).
  *   (code, instruction offset) → finished frame (profile frame index) cache.
  *
  * A per-sample budget (depth cap, loop detection, at most max_reads calls) ends forged or
- * looping chains; errors are counted, never fatal.
+ * looping chains; errors are counted, never fatal. One struct pystack serves one collector
+ * thread (no locking inside).
  */
 #ifndef PYEBPF_PYSTACK_H
 #define PYEBPF_PYSTACK_H
