@@ -32,6 +32,8 @@ static const struct pyrt_layout layout_311 = {
     .f_instr = 56,
     .f_owner = 69,
     .f_is_entry = 68,
+    .f_code_mask = ~(uint64_t)0,
+    .f_owner_max = 2,
     .co_firstlineno = 72,
     .co_filename = 112,
     .co_name = 120,
@@ -61,6 +63,8 @@ static const struct pyrt_layout layout_312 = {
     .f_instr = 56,
     .f_owner = 70,
     .f_is_entry = -1,
+    .f_code_mask = ~(uint64_t)0,
+    .f_owner_max = 3,
     .co_firstlineno = 68,
     .co_filename = 112,
     .co_name = 120,
@@ -75,74 +79,6 @@ static const struct pyrt_layout layout_312 = {
     .str_ascii_data = 40,
     .str_compact_data = 56,
 };
-
-/* -- _Py_DebugOffsets of 3.13 -------------------------------------------------------------------
- *
- *   0  cookie "xdebugpy"   8 version (PY_VERSION_HEX)   16 free_threaded
- *  24  runtime_state      {size, finalizing, interpreters_head}
- *  48  interpreter_state  {size, id, next, threads_head, gc, imports_modules, sysdict, builtins,
- *                          ceval_gil, gil_runtime_state, _enabled, _locked, _holder}
- * 152  thread_state       {size, prev, next, interp, current_frame, thread_id, native_thread_id,
- *                          datastack_chunk, status}
- * 224  interpreter_frame  {size, previous, executable, instr_ptr, localsplus, owner}
- * 272  code_object        {size, filename, name, qualname, linetable, firstlineno, argcount,
- *                          localsplusnames, localspluskinds, co_code_adaptive}
- * 352  pyobject {size, ob_type}   368 type_object {size, tp_name, tp_repr, tp_flags}
- * 400  tuple  424 list  448 dict  472 float  488 long
- * 512  bytes_object {size, ob_size, ob_sval}
- * 536  unicode_object {size, state, length, asciiobject_size}
- * 568  gc {size, collecting}                                              584 bytes in all
- */
-struct debug_offsets_313 {
-    char cookie[8];
-    uint64_t version, free_threaded;
-    struct {
-        uint64_t size, finalizing, interpreters_head;
-    } runtime_state;
-    struct {
-        uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins, ceval_gil,
-            gil_runtime_state, gil_enabled, gil_locked, gil_holder;
-    } interpreter_state;
-    struct {
-        uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id, datastack_chunk,
-            status;
-    } thread_state;
-    struct {
-        uint64_t size, previous, executable, instr_ptr, localsplus, owner;
-    } interpreter_frame;
-    struct {
-        uint64_t size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames,
-            localspluskinds, co_code_adaptive;
-    } code_object;
-    struct {
-        uint64_t size, ob_type;
-    } pyobject;
-    struct {
-        uint64_t size, tp_name, tp_repr, tp_flags;
-    } type_object;
-    struct {
-        uint64_t size, ob_item, ob_size;
-    } tuple_object, list_object;
-    struct {
-        uint64_t size, ma_keys, ma_values;
-    } dict_object;
-    struct {
-        uint64_t size, ob_fval;
-    } float_object;
-    struct {
-        uint64_t size, lv_tag, ob_digit;
-    } long_object;
-    struct {
-        uint64_t size, ob_size, ob_sval;
-    } bytes_object;
-    struct {
-        uint64_t size, state, length, asciiobject_size;
-    } unicode_object;
-    struct {
-        uint64_t size, collecting;
-    } gc;
-};
-_Static_assert(sizeof(struct debug_offsets_313) == 584, "3.13 _Py_DebugOffsets is 584 bytes");
 
 /* -- Helpers ------------------------------------------------------------------------------------ */
 
@@ -159,12 +95,6 @@ static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 static uint32_t max_u32(uint32_t a, uint32_t b)
 {
     return a > b ? a : b;
-}
-
-/* An offset from _Py_DebugOffsets that must point inside a structure of `size` bytes. */
-static bool off_ok(uint64_t off, uint64_t width, uint64_t size)
-{
-    return size <= (1u << 20) && off + width <= size;
 }
 
 /* Fills the fields derived from the offsets: how much of each struct one read must cover. */
@@ -188,64 +118,6 @@ static void derive_sizes(struct pyrt_layout *L)
 }
 
 static void derive_sizes(struct pyrt_layout *L);
-
-static int layout_from_debug_offsets(struct pyrt_layout *L, const struct debug_offsets_313 *d, char *err,
-                                     size_t errlen)
-{
-    if (memcmp(d->cookie, "xdebugpy", 8) != 0)
-        return fail(err, errlen, -EPROTO, "_PyRuntime does not start with the _Py_DebugOffsets cookie");
-    if (d->free_threaded)
-        return fail(err, errlen, -ENOTSUP,
-                    "free-threaded CPython builds are not supported (tagged frame pointers)");
-    const uint64_t ts = d->thread_state.size, fr = d->interpreter_frame.size, co = d->code_object.size,
-                   is = d->interpreter_state.size;
-    bool ok =
-        off_ok(d->runtime_state.interpreters_head, 8, d->runtime_state.size) &&
-        off_ok(d->interpreter_state.next, 8, is) && off_ok(d->interpreter_state.threads_head, 8, is) &&
-        off_ok(d->thread_state.next, 8, ts) && off_ok(d->thread_state.interp, 8, ts) &&
-        off_ok(d->thread_state.current_frame, 8, ts) && off_ok(d->thread_state.native_thread_id, 8, ts) &&
-        off_ok(d->interpreter_frame.previous, 8, fr) && off_ok(d->interpreter_frame.executable, 8, fr) &&
-        off_ok(d->interpreter_frame.instr_ptr, 8, fr) && off_ok(d->interpreter_frame.owner, 1, fr) &&
-        off_ok(d->code_object.filename, 8, co) && off_ok(d->code_object.name, 8, co) &&
-        off_ok(d->code_object.qualname, 8, co) && off_ok(d->code_object.linetable, 8, co) &&
-        off_ok(d->code_object.firstlineno, 4, co) && off_ok(d->code_object.co_code_adaptive, 0, co + 1) &&
-        off_ok(d->pyobject.ob_type, 8, d->pyobject.size) &&
-        off_ok(d->bytes_object.ob_size, 8, d->bytes_object.size) &&
-        off_ok(d->bytes_object.ob_sval, 0, d->bytes_object.size) &&
-        off_ok(d->unicode_object.state, 4, d->unicode_object.size) &&
-        off_ok(d->unicode_object.length, 8, d->unicode_object.size) &&
-        d->unicode_object.asciiobject_size <= 256;
-    if (!ok)
-        return fail(err, errlen, -EPROTO, "_Py_DebugOffsets holds offsets outside their structs");
-    L->rt_interpreters_head = (uint32_t)d->runtime_state.interpreters_head;
-    L->is_next = (uint32_t)d->interpreter_state.next;
-    L->is_threads_head = (uint32_t)d->interpreter_state.threads_head;
-    L->ts_next = (uint32_t)d->thread_state.next;
-    L->ts_interp = (uint32_t)d->thread_state.interp;
-    L->ts_native_thread_id = (uint32_t)d->thread_state.native_thread_id;
-    L->ts_current_frame = (uint32_t)d->thread_state.current_frame;
-    L->ts_cframe = 0;
-    L->f_code = (uint32_t)d->interpreter_frame.executable;
-    L->f_previous = (uint32_t)d->interpreter_frame.previous;
-    L->f_instr = (uint32_t)d->interpreter_frame.instr_ptr;
-    L->f_owner = (uint32_t)d->interpreter_frame.owner;
-    L->f_is_entry = -1;
-    L->co_firstlineno = (uint32_t)d->code_object.firstlineno;
-    L->co_filename = (uint32_t)d->code_object.filename;
-    L->co_name = (uint32_t)d->code_object.name;
-    L->co_qualname = (uint32_t)d->code_object.qualname;
-    L->co_linetable = (uint32_t)d->code_object.linetable;
-    L->co_code_adaptive = (uint32_t)d->code_object.co_code_adaptive;
-    L->ob_type = (uint32_t)d->pyobject.ob_type;
-    L->var_ob_size = (uint32_t)d->bytes_object.ob_size;
-    L->bytes_ob_sval = (uint32_t)d->bytes_object.ob_sval;
-    L->str_state = (uint32_t)d->unicode_object.state;
-    L->str_length = (uint32_t)d->unicode_object.length;
-    L->str_ascii_data = (uint32_t)d->unicode_object.asciiobject_size;
-    /* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 (3.12 and later). */
-    L->str_compact_data = L->str_ascii_data + 16;
-    return 0;
-}
 
 /* -- Finding the runtime in the mapped files --------------------------------------------------- */
 
@@ -481,7 +353,7 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
     unsigned major = hex >> 24, minor = (hex >> 16) & 0xff;
     snprintf(rt->version, sizeof(rt->version), "%u.%u.%u", major, minor, (hex >> 8) & 0xff);
     if (major != 3 || minor < 11) {
-        rc = fail(err, errlen, -ENOTSUP, "Python %s is not supported (3.11, 3.12, 3.13 are)", rt->version);
+        rc = fail(err, errlen, -ENOTSUP, "Python %s is not supported (3.11 to 3.15 are)", rt->version);
         goto out;
     }
     if (minor == 11) {
@@ -489,31 +361,20 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
     } else if (minor == 12) {
         rt->L = layout_312;
     } else {
-        struct debug_offsets_313 d;
-        if ((rc = remote_read(r, rt->runtime_addr, &d, sizeof(d))) != 0) {
+        /* 3.13+: the runtime describes itself; the description's own layout is per version. */
+        uint8_t d[1024];
+        size_t need = pyrt_debug_offsets_size(minor);
+        if (!need || need > sizeof(d))
+            need = 24; /* cookie, version, flag: enough for the reason of the refusal */
+        if ((rc = remote_read(r, rt->runtime_addr, d, need)) != 0) {
             rc = fail(err, errlen, rc, "process %d: cannot read _Py_DebugOffsets", (int)pid);
             goto out;
         }
-        if (memcmp(d.cookie, "xdebugpy", 8) != 0) {
-            rc = fail(err, errlen, -EPROTO, "Python %s: _PyRuntime lacks the xdebugpy cookie", rt->version);
+        char why[200];
+        if ((rc = pyrt_debug_offsets(&rt->L, d, need, hex, why, sizeof(why))) != 0) {
+            rc = fail(err, errlen, rc, "Python %s (%s): %s", rt->version, rt->path, why);
             goto out;
         }
-        if ((d.version >> 16) != (hex >> 16)) {
-            rc = fail(err, errlen, -EPROTO,
-                      "Python %s: _Py_DebugOffsets is for version 0x%" PRIx64 ", not 0x%x", rt->version,
-                      d.version, hex);
-            goto out;
-        }
-        if (minor > 13) {
-            rc = fail(err, errlen, -ENOTSUP,
-                      "Python %s: its _Py_DebugOffsets layout (version 0x%" PRIx64
-                      ") is newer than this reader knows (3.13); refusing rather than guessing",
-                      rt->version, d.version);
-            goto out;
-        }
-        if ((rc = layout_from_debug_offsets(&rt->L, &d, err, errlen)) != 0)
-            goto out;
-        rt->L.free_threaded = d.free_threaded != 0;
     }
     rt->L.version_hex = hex;
     rt->L.major = major;
@@ -532,15 +393,19 @@ out:
 int pyrt_layout_from_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, char *err,
                                    size_t errlen)
 {
-    struct debug_offsets_313 d;
+    uint64_t v;
 
-    if (len < sizeof(d))
-        return fail(err, errlen, -EPROTO, "_Py_DebugOffsets: %zu bytes, 3.13 has %zu", len, sizeof(d));
-    memcpy(&d, buf, sizeof(d));
+    if (len < 16)
+        return fail(err, errlen, -EPROTO, "_Py_DebugOffsets: %zu bytes", len);
+    memcpy(&v, (const uint8_t *)buf + 8, 8);
     memset(L, 0, sizeof(*L));
-    int rc = layout_from_debug_offsets(L, &d, err, errlen);
-    if (rc == 0)
+    int rc = pyrt_debug_offsets(L, buf, len, (uint32_t)v, err, errlen);
+    if (rc == 0) {
+        L->version_hex = (uint32_t)v;
+        L->major = (unsigned)(v >> 24) & 0xff;
+        L->minor = (unsigned)(v >> 16) & 0xff;
         derive_sizes(L);
+    }
     return rc;
 }
 
