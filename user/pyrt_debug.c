@@ -41,9 +41,9 @@
 
 /* -- The three layouts ------------------------------------------------------------------------- */
 
-#define G(name, ...)                                                                                  \
-    struct {                                                                                          \
-        uint64_t __VA_ARGS__;                                                                         \
+#define G(name, ...)                                                                                         \
+    struct {                                                                                                 \
+        uint64_t __VA_ARGS__;                                                                                \
     } name
 
 struct debug_offsets_313 {
@@ -108,8 +108,8 @@ struct debug_offsets_315 {
       ceval_gil, gil_runtime_state, gil_enabled, gil_locked, gil_holder, code_object_generation,
       tlbc_generation);
     G(thread_state, size, prev, next, interp, current_frame, base_frame, last_profiled_frame,
-      last_profiled_frame_seq, thread_id, native_thread_id, datastack_chunk, status, holds_gil,
-      gil_requested, current_exception, exc_state);
+      last_profiled_frame_seq, thread_id, native_thread_id, datastack_chunk, status, holds_gil, gil_requested,
+      current_exception, exc_state);
     G(err_stackitem, exc_value);
     G(interpreter_frame, size, previous, executable, instr_ptr, localsplus, owner, stackpointer, tlbc_index);
     G(code_object, size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames,
@@ -138,50 +138,65 @@ _Static_assert(sizeof(struct debug_offsets_315) == 888, "3.15 _Py_DebugOffsets i
 /* -- Where each used field sits, per layout ----------------------------------------------------- */
 
 enum {
-    RT_SIZE, RT_HEAD,
-    IS_SIZE, IS_NEXT, IS_THREADS,
-    TS_SIZE, TS_NEXT, TS_INTERP, TS_FRAME, TS_NATIVE_TID,
-    FR_SIZE, FR_PREVIOUS, FR_EXECUTABLE, FR_INSTR, FR_OWNER,
-    CO_SIZE, CO_FILENAME, CO_NAME, CO_QUALNAME, CO_LINETABLE, CO_FIRSTLINENO, CO_ADAPTIVE,
-    OB_SIZE, OB_TYPE,
-    BY_SIZE, BY_OB_SIZE, BY_SVAL,
-    UN_SIZE, UN_STATE, UN_LENGTH, UN_ASCII_SIZE,
+    RT_SIZE,
+    RT_HEAD,
+    IS_SIZE,
+    IS_NEXT,
+    IS_THREADS,
+    TS_SIZE,
+    TS_NEXT,
+    TS_INTERP,
+    TS_FRAME,
+    TS_NATIVE_TID,
+    FR_SIZE,
+    FR_PREVIOUS,
+    FR_EXECUTABLE,
+    FR_INSTR,
+    FR_OWNER,
+    CO_SIZE,
+    CO_FILENAME,
+    CO_NAME,
+    CO_QUALNAME,
+    CO_LINETABLE,
+    CO_FIRSTLINENO,
+    CO_ADAPTIVE,
+    OB_SIZE,
+    OB_TYPE,
+    BY_SIZE,
+    BY_OB_SIZE,
+    BY_SVAL,
+    UN_SIZE,
+    UN_STATE,
+    UN_LENGTH,
+    UN_ASCII_SIZE,
     N_USED
 };
 
-#define USED(S)                                                                                       \
-    {                                                                                                 \
-        [RT_SIZE] = offsetof(S, runtime_state.size),                                                  \
-        [RT_HEAD] = offsetof(S, runtime_state.interpreters_head),                                     \
-        [IS_SIZE] = offsetof(S, interpreter_state.size),                                              \
-        [IS_NEXT] = offsetof(S, interpreter_state.next),                                              \
-        [IS_THREADS] = offsetof(S, interpreter_state.threads_head),                                   \
-        [TS_SIZE] = offsetof(S, thread_state.size),                                                   \
-        [TS_NEXT] = offsetof(S, thread_state.next),                                                   \
-        [TS_INTERP] = offsetof(S, thread_state.interp),                                               \
-        [TS_FRAME] = offsetof(S, thread_state.current_frame),                                         \
-        [TS_NATIVE_TID] = offsetof(S, thread_state.native_thread_id),                                 \
-        [FR_SIZE] = offsetof(S, interpreter_frame.size),                                              \
-        [FR_PREVIOUS] = offsetof(S, interpreter_frame.previous),                                      \
-        [FR_EXECUTABLE] = offsetof(S, interpreter_frame.executable),                                  \
-        [FR_INSTR] = offsetof(S, interpreter_frame.instr_ptr),                                        \
-        [FR_OWNER] = offsetof(S, interpreter_frame.owner),                                            \
-        [CO_SIZE] = offsetof(S, code_object.size),                                                    \
-        [CO_FILENAME] = offsetof(S, code_object.filename),                                            \
-        [CO_NAME] = offsetof(S, code_object.name),                                                    \
-        [CO_QUALNAME] = offsetof(S, code_object.qualname),                                            \
-        [CO_LINETABLE] = offsetof(S, code_object.linetable),                                          \
-        [CO_FIRSTLINENO] = offsetof(S, code_object.firstlineno),                                      \
-        [CO_ADAPTIVE] = offsetof(S, code_object.co_code_adaptive),                                    \
-        [OB_SIZE] = offsetof(S, pyobject.size),                                                       \
-        [OB_TYPE] = offsetof(S, pyobject.ob_type),                                                    \
-        [BY_SIZE] = offsetof(S, bytes_object.size),                                                   \
-        [BY_OB_SIZE] = offsetof(S, bytes_object.ob_size),                                             \
-        [BY_SVAL] = offsetof(S, bytes_object.ob_sval),                                                \
-        [UN_SIZE] = offsetof(S, unicode_object.size),                                                 \
-        [UN_STATE] = offsetof(S, unicode_object.state),                                               \
-        [UN_LENGTH] = offsetof(S, unicode_object.length),                                             \
-        [UN_ASCII_SIZE] = offsetof(S, unicode_object.asciiobject_size),                               \
+#define USED(S)                                                                                              \
+    {                                                                                                        \
+        [RT_SIZE] = offsetof(S, runtime_state.size),                                                         \
+        [RT_HEAD] = offsetof(S, runtime_state.interpreters_head),                                            \
+        [IS_SIZE] = offsetof(S, interpreter_state.size), [IS_NEXT] = offsetof(S, interpreter_state.next),    \
+        [IS_THREADS] = offsetof(S, interpreter_state.threads_head),                                          \
+        [TS_SIZE] = offsetof(S, thread_state.size), [TS_NEXT] = offsetof(S, thread_state.next),              \
+        [TS_INTERP] = offsetof(S, thread_state.interp),                                                      \
+        [TS_FRAME] = offsetof(S, thread_state.current_frame),                                                \
+        [TS_NATIVE_TID] = offsetof(S, thread_state.native_thread_id),                                        \
+        [FR_SIZE] = offsetof(S, interpreter_frame.size),                                                     \
+        [FR_PREVIOUS] = offsetof(S, interpreter_frame.previous),                                             \
+        [FR_EXECUTABLE] = offsetof(S, interpreter_frame.executable),                                         \
+        [FR_INSTR] = offsetof(S, interpreter_frame.instr_ptr),                                               \
+        [FR_OWNER] = offsetof(S, interpreter_frame.owner), [CO_SIZE] = offsetof(S, code_object.size),        \
+        [CO_FILENAME] = offsetof(S, code_object.filename), [CO_NAME] = offsetof(S, code_object.name),        \
+        [CO_QUALNAME] = offsetof(S, code_object.qualname),                                                   \
+        [CO_LINETABLE] = offsetof(S, code_object.linetable),                                                 \
+        [CO_FIRSTLINENO] = offsetof(S, code_object.firstlineno),                                             \
+        [CO_ADAPTIVE] = offsetof(S, code_object.co_code_adaptive), [OB_SIZE] = offsetof(S, pyobject.size),   \
+        [OB_TYPE] = offsetof(S, pyobject.ob_type), [BY_SIZE] = offsetof(S, bytes_object.size),               \
+        [BY_OB_SIZE] = offsetof(S, bytes_object.ob_size), [BY_SVAL] = offsetof(S, bytes_object.ob_sval),     \
+        [UN_SIZE] = offsetof(S, unicode_object.size), [UN_STATE] = offsetof(S, unicode_object.state),        \
+        [UN_LENGTH] = offsetof(S, unicode_object.length),                                                    \
+        [UN_ASCII_SIZE] = offsetof(S, unicode_object.asciiobject_size),                                      \
     }
 
 /* Groups whose first u64 is the struct's size: the next `checked` fields are offsets inside it.
@@ -190,40 +205,59 @@ enum {
 struct group {
     uint16_t at, checked;
 };
-#define GRP(S, m, n) {offsetof(S, m), n}
+#define GRP(S, m, n)                                                                                         \
+    {                                                                                                        \
+        offsetof(S, m), n                                                                                    \
+    }
 
 static const struct group groups_313[] = {
-    GRP(struct debug_offsets_313, runtime_state, 2),     GRP(struct debug_offsets_313, interpreter_state, 12),
-    GRP(struct debug_offsets_313, thread_state, 8),      GRP(struct debug_offsets_313, interpreter_frame, 5),
-    GRP(struct debug_offsets_313, code_object, 9),       GRP(struct debug_offsets_313, pyobject, 1),
-    GRP(struct debug_offsets_313, type_object, 3),       GRP(struct debug_offsets_313, tuple_object, 2),
-    GRP(struct debug_offsets_313, list_object, 2),       GRP(struct debug_offsets_313, dict_object, 2),
-    GRP(struct debug_offsets_313, float_object, 1),      GRP(struct debug_offsets_313, long_object, 2),
-    GRP(struct debug_offsets_313, bytes_object, 2),      GRP(struct debug_offsets_313, unicode_object, 3),
+    GRP(struct debug_offsets_313, runtime_state, 2),
+    GRP(struct debug_offsets_313, interpreter_state, 12),
+    GRP(struct debug_offsets_313, thread_state, 8),
+    GRP(struct debug_offsets_313, interpreter_frame, 5),
+    GRP(struct debug_offsets_313, code_object, 9),
+    GRP(struct debug_offsets_313, pyobject, 1),
+    GRP(struct debug_offsets_313, type_object, 3),
+    GRP(struct debug_offsets_313, tuple_object, 2),
+    GRP(struct debug_offsets_313, list_object, 2),
+    GRP(struct debug_offsets_313, dict_object, 2),
+    GRP(struct debug_offsets_313, float_object, 1),
+    GRP(struct debug_offsets_313, long_object, 2),
+    GRP(struct debug_offsets_313, bytes_object, 2),
+    GRP(struct debug_offsets_313, unicode_object, 3),
     GRP(struct debug_offsets_313, gc, 1),
 };
 static const struct group groups_314[] = {
-    GRP(struct debug_offsets_314, runtime_state, 2),     GRP(struct debug_offsets_314, interpreter_state, 15),
-    GRP(struct debug_offsets_314, thread_state, 8),      GRP(struct debug_offsets_314, interpreter_frame, 7),
-    GRP(struct debug_offsets_314, code_object, 10),      GRP(struct debug_offsets_314, pyobject, 1),
-    GRP(struct debug_offsets_314, type_object, 3),       GRP(struct debug_offsets_314, tuple_object, 2),
-    GRP(struct debug_offsets_314, list_object, 2),       GRP(struct debug_offsets_314, set_object, 3),
-    GRP(struct debug_offsets_314, dict_object, 2),       GRP(struct debug_offsets_314, float_object, 1),
-    GRP(struct debug_offsets_314, long_object, 2),       GRP(struct debug_offsets_314, bytes_object, 2),
-    GRP(struct debug_offsets_314, unicode_object, 3),    GRP(struct debug_offsets_314, gc, 1),
+    GRP(struct debug_offsets_314, runtime_state, 2),  GRP(struct debug_offsets_314, interpreter_state, 15),
+    GRP(struct debug_offsets_314, thread_state, 8),   GRP(struct debug_offsets_314, interpreter_frame, 7),
+    GRP(struct debug_offsets_314, code_object, 10),   GRP(struct debug_offsets_314, pyobject, 1),
+    GRP(struct debug_offsets_314, type_object, 3),    GRP(struct debug_offsets_314, tuple_object, 2),
+    GRP(struct debug_offsets_314, list_object, 2),    GRP(struct debug_offsets_314, set_object, 3),
+    GRP(struct debug_offsets_314, dict_object, 2),    GRP(struct debug_offsets_314, float_object, 1),
+    GRP(struct debug_offsets_314, long_object, 2),    GRP(struct debug_offsets_314, bytes_object, 2),
+    GRP(struct debug_offsets_314, unicode_object, 3), GRP(struct debug_offsets_314, gc, 1),
     GRP(struct debug_offsets_314, gen_object, 3),
 };
 /* 3.15: gc.generation_stats_size is the size of what generation_stats points to, not an offset. */
 static const struct group groups_315[] = {
-    GRP(struct debug_offsets_315, runtime_state, 2),     GRP(struct debug_offsets_315, interpreter_state, 15),
-    GRP(struct debug_offsets_315, thread_state, 15),     GRP(struct debug_offsets_315, interpreter_frame, 7),
-    GRP(struct debug_offsets_315, code_object, 10),      GRP(struct debug_offsets_315, pyobject, 1),
-    GRP(struct debug_offsets_315, type_object, 5),       GRP(struct debug_offsets_315, heap_type_object, 1),
-    GRP(struct debug_offsets_315, tuple_object, 2),      GRP(struct debug_offsets_315, list_object, 2),
-    GRP(struct debug_offsets_315, set_object, 3),        GRP(struct debug_offsets_315, dict_object, 2),
-    GRP(struct debug_offsets_315, float_object, 1),      GRP(struct debug_offsets_315, long_object, 2),
-    GRP(struct debug_offsets_315, bytes_object, 2),      GRP(struct debug_offsets_315, unicode_object, 4),
-    GRP(struct debug_offsets_315, gc, 2),                GRP(struct debug_offsets_315, gen_object, 3),
+    GRP(struct debug_offsets_315, runtime_state, 2),
+    GRP(struct debug_offsets_315, interpreter_state, 15),
+    GRP(struct debug_offsets_315, thread_state, 15),
+    GRP(struct debug_offsets_315, interpreter_frame, 7),
+    GRP(struct debug_offsets_315, code_object, 10),
+    GRP(struct debug_offsets_315, pyobject, 1),
+    GRP(struct debug_offsets_315, type_object, 5),
+    GRP(struct debug_offsets_315, heap_type_object, 1),
+    GRP(struct debug_offsets_315, tuple_object, 2),
+    GRP(struct debug_offsets_315, list_object, 2),
+    GRP(struct debug_offsets_315, set_object, 3),
+    GRP(struct debug_offsets_315, dict_object, 2),
+    GRP(struct debug_offsets_315, float_object, 1),
+    GRP(struct debug_offsets_315, long_object, 2),
+    GRP(struct debug_offsets_315, bytes_object, 2),
+    GRP(struct debug_offsets_315, unicode_object, 4),
+    GRP(struct debug_offsets_315, gc, 2),
+    GRP(struct debug_offsets_315, gen_object, 3),
 };
 #undef GRP
 
@@ -381,10 +415,12 @@ int pyrt_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, uint3
     /* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 (3.12 and later; 3.15 says so). */
     L->str_compact_data = L->str_ascii_data + 16;
     if (minor >= 15) {
-        const uint64_t cs = u64(b, offsetof(struct debug_offsets_315, unicode_object.compactunicodeobject_size));
+        const uint64_t cs =
+            u64(b, offsetof(struct debug_offsets_315, unicode_object.compactunicodeobject_size));
         if (cs != L->str_compact_data)
-            return fail(err, errlen, -EPROTO, "Python 3.%u: compact unicode header is %" PRIu64 " bytes, not %u",
-                        minor, cs, L->str_compact_data);
+            return fail(err, errlen, -EPROTO,
+                        "Python 3.%u: compact unicode header is %" PRIu64 " bytes, not %u", minor, cs,
+                        L->str_compact_data);
     }
     L->free_threaded = false;
     return 0;

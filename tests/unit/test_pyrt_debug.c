@@ -24,13 +24,14 @@
 #include "pyrt.h"
 
 struct interp {
-    const char *exe;     /* the ELF holding .PyRuntime (python or libpython) */
-    const char *run;     /* how to start it (a wrapper for the unpacked ones) */
+    const char *exe; /* the ELF holding .PyRuntime (python or libpython) */
+    const char *run; /* how to start it (a wrapper for the unpacked ones) */
     unsigned minor;
 };
 
 static const struct interp interps[] = {
-    {"/root/.pyenv/versions/3.13.0/lib/libpython3.13.so.1.0", "/root/.pyenv/versions/3.13.0/bin/python3.13", 13},
+    {"/root/.pyenv/versions/3.13.0/lib/libpython3.13.so.1.0", "/root/.pyenv/versions/3.13.0/bin/python3.13",
+     13},
     {"build/pythons/root/usr/bin/python3.14", "build/pythons/bin/python3.14", 14},
     {"build/pythons/root/usr/bin/python3.15", "build/pythons/bin/python3.15", 15},
 };
@@ -68,7 +69,8 @@ static int read_runtime(const char *path, uint8_t *buf, size_t len, uint32_t *he
         if (name && strcmp(name, ".PyRuntime") == 0 && sh.sh_size >= len &&
             pread(fd, buf, len, (off_t)sh.sh_offset) == (ssize_t)len)
             rc = 0;
-        if (ver_addr >= sh.sh_addr && ver_addr + 4 <= sh.sh_addr + sh.sh_size && sh.sh_type == SHT_PROGBITS && (sh.sh_flags & SHF_ALLOC) &&
+        if (ver_addr >= sh.sh_addr && ver_addr + 4 <= sh.sh_addr + sh.sh_size && sh.sh_type == SHT_PROGBITS &&
+            (sh.sh_flags & SHF_ALLOC) &&
             pread(fd, hex, 4, (off_t)(sh.sh_offset + ver_addr - sh.sh_addr)) != 4)
             rc = -EIO;
     }
@@ -104,8 +106,8 @@ static void real_interpreters(void **state)
         uint8_t buf[1024];
         uint32_t hex = 0;
         if (access(in->exe, R_OK) != 0 || access(in->run, X_OK) != 0) {
-            fprintf(stderr, "# SKIP python3.%u: %s absent (make test-pythons fetches 3.14 and 3.15)\n", in->minor,
-                    in->exe);
+            fprintf(stderr, "# SKIP python3.%u: %s absent (make test-pythons fetches 3.14 and 3.15)\n",
+                    in->minor, in->exe);
             continue;
         }
         size_t need = pyrt_debug_offsets_size(in->minor);
