@@ -27,12 +27,7 @@
 #define PYEBPF_SAMPLE_H
 
 #ifndef __VMLINUX_H__
-#include <stdint.h>
-typedef uint8_t __u8;
-typedef uint16_t __u16;
-typedef uint32_t __u32;
-typedef uint64_t __u64;
-typedef int32_t __s32;
+#include <linux/types.h>
 #endif
 
 #define SAMPLE_MAX_STACK_DEPTH 127     /* kernel default of perf_event_max_stack */

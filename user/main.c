@@ -1,0 +1,639 @@
+/*
+ * pyebpf-sample — samples a process (or a command it launches) with an eBPF perf_event program
+ * and writes a profile: folded stacks, SVG flame graph, speedscope or pprof.
+ *
+ *   pyebpf-sample [OPTIONS] PID
+ *   pyebpf-sample [OPTIONS] -- COMMAND [ARGS...]
+ *   pyebpf-sample render IN.folded -o OUT ...
+ *
+ * main() is the lifecycle, top to bottom: parse options → check the target → load the BPF
+ * sampler → (launch the command) → attach → drain the ring on a timer until the target exits,
+ * the duration ends or a signal arrives → write the profile → print stats → clean up.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "output.h"
+#include "profile.h"
+#include "sampler.h"
+
+#define DEFAULT_FREQUENCY 99 /* Hz; off the common 100 Hz timers so samples do not lock step */
+#define MAX_FREQUENCY 100000
+#define ALIVE_CHECK_NS 100000000ull
+
+struct options {
+    unsigned frequency;
+    double duration;
+    const char *output;
+    const char *format;
+    bool kernel;
+    enum unwind_mode unwind;
+    uint32_t stack_size;
+    bool threads;
+    bool stats;
+    bool quiet;
+    bool verbose;
+    size_t ring_size;
+    pid_t pid;
+    char **command;
+};
+
+struct run {
+    struct options *o;
+    struct sampler *sampler;
+    struct collector *collector;
+    struct profile prof;
+    uint64_t events;
+    uint64_t collect_errors;
+    uint64_t stack_ends_set;
+};
+
+static volatile sig_atomic_t exiting;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    exiting = 1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: pyebpf-sample [OPTIONS] PID\n"
+            "       pyebpf-sample [OPTIONS] -- COMMAND [ARGS...]\n"
+            "       pyebpf-sample render IN.folded -o OUT [-f FORMAT]\n"
+            "\n"
+            "Samples the stacks (native, JIT and kernel) of a running process or of a command\n"
+            "it launches, with an eBPF program on a cpu-clock perf event on every CPU.\n"
+            "Ctrl-C or SIGTERM stops sampling and writes what was collected.\n"
+            "\n"
+            "Options:\n"
+            "  -F, --frequency HZ    samples per second per CPU (default %u)\n"
+            "  -d, --duration SEC    stop after SEC seconds (default: when the target exits)\n"
+            "  -o, --output FILE     write the profile to FILE (default: stdout, folded)\n"
+            "  -f, --format FMT      folded, svg, speedscope or pprof (default: from the\n"
+            "                        extension of -o: .svg, .json, .pb.gz; else folded)\n"
+            "      --kernel          include kernel frames (suffixed _[k])\n"
+            "      --unwind MODE     fp (frame pointers), dwarf (CFI over a stack copy) or\n"
+            "                        auto (CFI where a module has it; default)\n"
+            "      --stack-size N    bytes of user stack copied per sample for dwarf/auto\n"
+            "                        (default %u, max %u, multiple of 8)\n"
+            "      --threads         a root frame per thread: \"thread TID (comm)\"\n"
+            "      --stats           print statistics to stderr as \"key: value\" lines\n"
+            "      --ring-size N     ring buffer bytes (default: from frequency and stack size)\n"
+            "  -q, --quiet           no progress messages\n"
+            "  -v, --verbose         libbpf and verifier messages\n"
+            "  -h, --help            this help\n"
+            "  -V, --version         print the version\n"
+            "\n"
+            "Needs root, or CAP_BPF + CAP_PERFMON (load the program, open CPU-wide events) and\n"
+            "CAP_SYS_PTRACE for processes of other users (read their maps and files).\n",
+            DEFAULT_FREQUENCY, SAMPLE_STACK_COPY_DEFAULT, SAMPLE_STACK_COPY_MAX);
+}
+
+static int parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+{
+    char *end;
+
+    errno = 0;
+    if (!*s || *s == '-')
+        return -EINVAL;
+    *out = strtoull(s, &end, 10);
+    if (errno || *end || *out > max)
+        return -EINVAL;
+    return 0;
+}
+
+/* Returns 0 to run, 1 when done (help, version), -1 on a usage error (message printed). */
+static int parse_options(int argc, char **argv, struct options *o)
+{
+    enum { OPT_KERNEL = 256, OPT_UNWIND, OPT_STACK, OPT_THREADS, OPT_STATS, OPT_RING };
+    static const struct option longopts[] = {
+        {"frequency", required_argument, NULL, 'F'},
+        {"duration", required_argument, NULL, 'd'},
+        {"output", required_argument, NULL, 'o'},
+        {"format", required_argument, NULL, 'f'},
+        {"kernel", no_argument, NULL, OPT_KERNEL},
+        {"unwind", required_argument, NULL, OPT_UNWIND},
+        {"stack-size", required_argument, NULL, OPT_STACK},
+        {"threads", no_argument, NULL, OPT_THREADS},
+        {"stats", no_argument, NULL, OPT_STATS},
+        {"ring-size", required_argument, NULL, OPT_RING},
+        {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {0},
+    };
+    unsigned long long v;
+    char *end;
+    int c;
+
+    o->frequency = DEFAULT_FREQUENCY;
+    o->stack_size = SAMPLE_STACK_COPY_DEFAULT;
+    o->unwind = UNWIND_AUTO;
+    o->output = "-";
+    while ((c = getopt_long(argc, argv, "+F:d:o:f:qvhV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'F':
+            if (parse_uint(optarg, MAX_FREQUENCY, &v) || !v) {
+                fprintf(stderr, "pyebpf-sample: bad frequency '%s' (1..%u Hz)\n", optarg,
+                        MAX_FREQUENCY);
+                return -1;
+            }
+            o->frequency = v;
+            break;
+        case 'd':
+            errno = 0;
+            o->duration = strtod(optarg, &end);
+            if (errno || *end || !(o->duration > 0)) {
+                fprintf(stderr, "pyebpf-sample: bad duration '%s' (seconds > 0)\n", optarg);
+                return -1;
+            }
+            break;
+        case 'o':
+            o->output = optarg;
+            break;
+        case 'f':
+            o->format = optarg;
+            break;
+        case OPT_KERNEL:
+            o->kernel = true;
+            break;
+        case OPT_UNWIND:
+            if (!strcmp(optarg, "fp"))
+                o->unwind = UNWIND_FP;
+            else if (!strcmp(optarg, "dwarf"))
+                o->unwind = UNWIND_DWARF;
+            else if (!strcmp(optarg, "auto"))
+                o->unwind = UNWIND_AUTO;
+            else {
+                fprintf(stderr, "pyebpf-sample: bad --unwind '%s' (fp, dwarf or auto)\n", optarg);
+                return -1;
+            }
+            break;
+        case OPT_STACK:
+            if (parse_uint(optarg, SAMPLE_STACK_COPY_MAX, &v) || (v & 7) ||
+                v < SAMPLE_STACK_COPY_MIN) {
+                fprintf(stderr, "pyebpf-sample: bad --stack-size '%s' (%u..%u, multiple of 8)\n",
+                        optarg, SAMPLE_STACK_COPY_MIN, SAMPLE_STACK_COPY_MAX);
+                return -1;
+            }
+            o->stack_size = v;
+            break;
+        case OPT_THREADS:
+            o->threads = true;
+            break;
+        case OPT_STATS:
+            o->stats = true;
+            break;
+        case OPT_RING:
+            if (parse_uint(optarg, 1ull << 30, &v) || v < 4096) {
+                fprintf(stderr, "pyebpf-sample: bad --ring-size '%s'\n", optarg);
+                return -1;
+            }
+            o->ring_size = v;
+            break;
+        case 'q':
+            o->quiet = true;
+            break;
+        case 'v':
+            o->verbose = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        case 'V':
+            printf("pyebpf-sample %s\n", PYEBPF_VERSION);
+            return 1;
+        default:
+            fprintf(stderr, "Try 'pyebpf-sample --help'.\n");
+            return -1;
+        }
+    }
+    if (optind < argc && !strcmp(argv[optind - 1], "--")) {
+        o->command = &argv[optind];
+    } else if (optind + 1 == argc) {
+        if (parse_uint(argv[optind], INT32_MAX, &v) || !v) {
+            fprintf(stderr, "pyebpf-sample: '%s' is not a PID (to run a command: "
+                            "pyebpf-sample [OPTIONS] -- COMMAND ARGS...)\n", argv[optind]);
+            return -1;
+        }
+        o->pid = (pid_t)v;
+    } else {
+        fprintf(stderr, "pyebpf-sample: %s\nTry 'pyebpf-sample --help'.\n",
+                optind < argc ? "give one PID, or -- COMMAND ARGS..."
+                              : "missing PID or -- COMMAND");
+        return -1;
+    }
+    return 0;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Start time (clock ticks since boot) and state of a process, from /proc/PID/stat. */
+static int proc_stat(pid_t pid, unsigned long long *start, char *state)
+{
+    char path[64], buf[1024];
+    ssize_t n;
+    char *p;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -ESRCH;
+    buf[n] = 0;
+    p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+    if (!p || sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+                            "%*d %*d %llu", state, start) != 2)
+        return -EINVAL;
+    return 0;
+}
+
+/* One line naming why PID cannot be sampled, or 0. */
+static int check_pid(pid_t pid)
+{
+    char path[64];
+
+    if (kill(pid, 0) && errno == ESRCH) {
+        fprintf(stderr, "pyebpf-sample: no process with PID %d\n", (int)pid);
+        return -ESRCH;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd >= 0) {
+        /* Opening passes for anyone; reading is where the ptrace access check applies. */
+        char c;
+        ssize_t n = read(fd, &c, 1);
+        int e = errno;
+
+        close(fd);
+        if (n < 0) {
+            fd = -1;
+            errno = e;
+        }
+    }
+    if (fd < 0) {
+        int err = errno;
+
+        if (err == ENOENT) {
+            fprintf(stderr, "pyebpf-sample: no process with PID %d\n", (int)pid);
+            return -ESRCH;
+        }
+        fprintf(stderr, "pyebpf-sample: no permission to read the memory map of PID %d (%s): "
+                "needs the same user or CAP_SYS_PTRACE\n", (int)pid, strerror(err));
+        return -EPERM;
+    }
+    return 0;
+}
+
+static void command_line(pid_t pid, char **argv, char *buf, size_t size)
+{
+    size_t n = 0;
+
+    buf[0] = 0;
+    if (argv) {
+        for (; *argv && n + 1 < size; argv++)
+            n += snprintf(buf + n, size - n, "%s%s", n ? " " : "", *argv);
+        return;
+    }
+    char path[64];
+    FILE *f;
+    int c;
+
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    f = fopen(path, "re");
+    if (!f)
+        return;
+    while ((c = fgetc(f)) != EOF && n + 1 < size)
+        buf[n++] = c ? c : ' ';
+    while (n && buf[n - 1] == ' ')
+        n--;
+    buf[n] = 0;
+    fclose(f);
+}
+
+static int on_event(void *ctx, const struct sample_event *ev, size_t len)
+{
+    struct run *r = ctx;
+    int fresh;
+
+    r->events++;
+    fresh = collect_sample(r->collector, ev, len);
+    if (fresh < 0) {
+        r->collect_errors++;
+        return 0;
+    }
+    /* A new thread: bound its stack copies by the end of its stack mapping from now on. The
+     * main thread is bounded by mm->start_stack in the kernel. */
+    if (fresh && ev->tid != ev->pid && ev->regs.sp && r->o->stack_size) {
+        uint64_t end = sampler_mapping_end(ev->pid, ev->regs.sp);
+
+        if (end && !sampler_set_stack_end(r->sampler, ev->tid, end))
+            r->stack_ends_set++;
+    }
+    return 0;
+}
+
+/* Forks the command stopped on a pipe; go_fd releases it into exec. err_fd reads an errno if
+ * exec failed (closed by exec otherwise). */
+static pid_t launch(char **argv, int *go_fd, int *err_fd)
+{
+    int go[2], ep[2];
+    pid_t pid;
+
+    if (pipe2(go, O_CLOEXEC) || pipe2(ep, O_CLOEXEC))
+        return -errno;
+    pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        char c;
+        int e;
+
+        close(go[1]);
+        close(ep[0]);
+        if (read(go[0], &c, 1) != 1)
+            _exit(127); /* the sampler gave up before attaching */
+        execvp(argv[0], argv);
+        e = errno;
+        if (write(ep[1], &e, sizeof(e)) < 0)
+            _exit(127);
+        _exit(127);
+    }
+    close(go[0]);
+    close(ep[1]);
+    *go_fd = go[1];
+    *err_fd = ep[0];
+    return pid;
+}
+
+static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, uint64_t matched,
+                        const struct sampler_counters *sc)
+{
+    struct collect_stats cs;
+    struct rusage ru;
+    double cpu_us;
+
+    collect_stats(r->collector, &cs);
+    getrusage(RUSAGE_SELF, &ru);
+    cpu_us = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
+             ru.ru_stime.tv_usec;
+    fprintf(f, "samples: %" PRIu64 "\n", cs.samples);
+    fprintf(f, "lost: %" PRIu64 "\n", lost);
+    fprintf(f, "lost_pct: %.4f\n", matched ? 100.0 * lost / matched : 0.0);
+    fprintf(f, "unwind_errors: %" PRIu64 "\n", cs.unwind_errors);
+    fprintf(f, "unwind_truncated: %" PRIu64 "\n", cs.unwind_truncated);
+    fprintf(f, "duration_s: %.3f\n", duration);
+    fprintf(f, "collector_cpu_us_per_sample: %.2f\n", cs.samples ? cpu_us / cs.samples : 0.0);
+    fprintf(f, "collector_cpu_us: %.0f\n", cpu_us);
+    fprintf(f, "kernel_matched: %" PRIu64 "\n", matched);
+    fprintf(f, "events: %" PRIu64 "\n", r->events);
+    fprintf(f, "collect_errors: %" PRIu64 "\n", r->collect_errors);
+    fprintf(f, "frequency_hz: %u\n", r->o->frequency);
+    fprintf(f, "cpus: %u\n", sampler_ncpus(r->sampler));
+    fprintf(f, "ring_bytes: %zu\n", sampler_ring_size(r->sampler));
+    fprintf(f, "threads: %" PRIu64 "\n", cs.threads);
+    fprintf(f, "frames_per_sample: %.1f\n", cs.samples ? (double)cs.frames / cs.samples : 0.0);
+    fprintf(f, "unknown_frames: %" PRIu64 "\n", cs.unknown_frames);
+    fprintf(f, "kernel_stack_errors: %" PRIu64 "\n", cs.kernel_errors);
+    fprintf(f, "stack_copy_errors: %" PRIu64 "\n", sc->copy_err);
+    fprintf(f, "stack_copy_retries: %" PRIu64 "\n", sc->copy_retry);
+    fprintf(f, "stack_copy_avg_bytes: %.0f\n",
+            cs.samples ? (double)cs.stack_copy_bytes / cs.samples : 0.0);
+    fprintf(f, "stack_ends_known: %" PRIu64 "\n", r->stack_ends_set);
+    fprintf(f, "map_refreshes: %" PRIu64 "\n", cs.refreshes);
+    fprintf(f, "proc_errors: %" PRIu64 "\n", cs.proc_errors);
+    fprintf(f, "distinct_stacks: %u\n", r->prof.nnodes);
+    fprintf(f, "distinct_frames: %u\n", r->prof.nframes);
+}
+
+int main(int argc, char **argv)
+{
+    struct options o = {0};
+    struct run r = {.o = &o};
+    struct collect_opts co;
+    struct sampler_opts so;
+    struct sampler_counters sc = {0};
+    enum output_format fmt;
+    enum sampler_stage stage;
+    char msg[512], cmdline[1024];
+    unsigned long long start_time = 0;
+    uint64_t t0, t_end = 0, next_check, interval_ns;
+    int go_fd = -1, err_fd = -1, err, ret = 1;
+    bool child_running = false, target_gone = false;
+    int child_status = 0;
+    pid_t child = 0;
+    char state;
+
+    if (argc > 1 && !strcmp(argv[1], "render"))
+        return render_main(argc - 1, argv + 1);
+    err = parse_options(argc, argv, &o);
+    if (err)
+        return err > 0 ? 0 : 2;
+    if (o.format) {
+        if (output_format_parse(o.format, &fmt)) {
+            fprintf(stderr, "pyebpf-sample: bad format '%s' (folded, svg, speedscope, pprof)\n",
+                    o.format);
+            return 2;
+        }
+    } else {
+        fmt = output_format_from_path(o.output);
+    }
+    if (o.pid) {
+        if (check_pid(o.pid))
+            return 1;
+        proc_stat(o.pid, &start_time, &state);
+    }
+
+    err = profile_init(&r.prof);
+    if (err)
+        goto oom;
+    r.prof.show_threads = o.threads;
+    co = (struct collect_opts){.unwind = o.unwind, .kernel = o.kernel};
+    err = collect_open(&r.collector, &co, &r.prof);
+    if (err) {
+        fprintf(stderr, "pyebpf-sample: cannot start the collector: %s%s\n", strerror(-err),
+                o.kernel ? " (reading /proc/kallsyms)" : "");
+        goto out;
+    }
+
+    so = (struct sampler_opts){
+        .frequency = o.frequency,
+        .stack_copy = o.unwind == UNWIND_FP ? 0 : o.stack_size,
+        .kernel_stack = o.kernel,
+        .user_fp_stack = o.unwind != UNWIND_DWARF,
+        .ring_size = o.ring_size,
+        .verbose = o.verbose,
+    };
+    err = sampler_open(&r.sampler, &so, on_event, &r, &stage);
+    if (err) {
+        fprintf(stderr, "pyebpf-sample: %s\n", sampler_strerror(stage, err, msg, sizeof(msg)));
+        goto out;
+    }
+
+    if (o.command) {
+        child = launch(o.command, &go_fd, &err_fd);
+        if (child < 0) {
+            fprintf(stderr, "pyebpf-sample: cannot start '%s': %s\n", o.command[0],
+                    strerror(-child));
+            child = 0;
+            goto out;
+        }
+        child_running = true;
+        o.pid = child;
+    }
+    err = sampler_add_target(r.sampler, o.pid);
+    if (!err)
+        err = sampler_attach(r.sampler);
+    if (err) {
+        fprintf(stderr, "pyebpf-sample: %s\n",
+                sampler_strerror(sampler_failed_stage(r.sampler), err, msg, sizeof(msg)));
+        goto out;
+    }
+
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+
+    if (o.command) {
+        int e = 0;
+
+        if (write(go_fd, "g", 1) != 1) {
+            fprintf(stderr, "pyebpf-sample: cannot release the command: %s\n", strerror(errno));
+            goto out;
+        }
+        close(go_fd);
+        go_fd = -1;
+        if (read(err_fd, &e, sizeof(e)) == sizeof(e)) {
+            fprintf(stderr, "pyebpf-sample: cannot run '%s': %s\n", o.command[0], strerror(e));
+            waitpid(child, &child_status, 0);
+            child_running = false;
+            goto out;
+        }
+    }
+    command_line(o.pid, o.command, cmdline, sizeof(cmdline));
+    if (!o.quiet)
+        fprintf(stderr, "pyebpf-sample: sampling PID %d (%s) at %u Hz on %u CPUs%s\n", (int)o.pid,
+                cmdline, o.frequency, sampler_ncpus(r.sampler),
+                o.duration ? "" : "; Ctrl-C to stop");
+
+    /* Drain often enough that the ring never holds more than a quarter of its size when every
+     * CPU samples the target at full record size. */
+    {
+        double rec = sizeof(struct sample_event) + so.stack_copy + 8;
+        double per_s = rec * o.frequency * sampler_ncpus(r.sampler);
+
+        interval_ns = (uint64_t)(sampler_ring_size(r.sampler) / 4 / per_s * 1e9);
+        if (interval_ns > 20000000)
+            interval_ns = 20000000;
+        if (interval_ns < 1000000)
+            interval_ns = 1000000;
+    }
+    t0 = now_ns();
+    if (o.duration)
+        t_end = t0 + (uint64_t)(o.duration * 1e9);
+    next_check = t0 + ALIVE_CHECK_NS;
+    while (!exiting) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = interval_ns};
+        uint64_t now;
+
+        nanosleep(&ts, NULL);
+        if (sampler_poll(r.sampler) < 0 && errno != EINTR)
+            break;
+        now = now_ns();
+        if (t_end && now >= t_end)
+            break;
+        if (now < next_check)
+            continue;
+        next_check = now + ALIVE_CHECK_NS;
+        if (child_running) {
+            if (waitpid(child, &child_status, WNOHANG) == child) {
+                child_running = false;
+                target_gone = true;
+                break;
+            }
+        } else {
+            unsigned long long st;
+
+            if (proc_stat(o.pid, &st, &state) || state == 'Z' || state == 'X' ||
+                st != start_time) {
+                target_gone = true;
+                break;
+            }
+        }
+    }
+    double duration = (now_ns() - t0) / 1e9;
+
+    sampler_poll(r.sampler);
+    sampler_counters(r.sampler, &sc);
+    if (!o.quiet && target_gone)
+        fprintf(stderr, "pyebpf-sample: target PID %d exited\n", (int)o.pid);
+
+    profile_finish(&r.prof);
+    r.prof.meta.command = cmdline[0] ? strdup(cmdline) : NULL;
+    r.prof.meta.duration_s = duration;
+    r.prof.meta.frequency = o.frequency;
+    r.prof.meta.period_ns = 1000000000ull / o.frequency;
+    {
+        struct collect_stats cs;
+
+        collect_stats(r.collector, &cs);
+        r.prof.meta.samples = cs.samples;
+    }
+    err = output_write(&r.prof, fmt, o.output);
+    if (err) {
+        fprintf(stderr, "pyebpf-sample: cannot write %s: %s\n",
+                strcmp(o.output, "-") ? o.output : "stdout", strerror(-err));
+        goto out;
+    }
+    if (o.stats)
+        print_stats(stderr, &r, duration, sc.lost, sc.matched, &sc);
+    if (!o.quiet && r.prof.meta.samples == 0)
+        fprintf(stderr, "pyebpf-sample: no samples (the target used no CPU while sampled)\n");
+    ret = 0;
+    goto out;
+oom:
+    fprintf(stderr, "pyebpf-sample: out of memory\n");
+out:
+    if (go_fd >= 0)
+        close(go_fd); /* an unreleased child reads EOF and exits */
+    if (err_fd >= 0)
+        close(err_fd);
+    if (child_running) {
+        /* Sampling stopped before the command ended (signal, duration): stop it too. */
+        kill(child, SIGTERM);
+        waitpid(child, &child_status, 0);
+    } else if (child && !target_gone) {
+        waitpid(child, &child_status, WNOHANG);
+    }
+    sampler_close(r.sampler);
+    collect_close(r.collector);
+    profile_free(&r.prof);
+    return ret;
+}
