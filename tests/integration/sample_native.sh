@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# pyebpf-sample on native workloads: known call graph with frame-pointer and DWARF unwinding,
+# kernel frames, JIT frames, and sample loss at 1 kHz on a busy two-thread target.
+source "$(dirname "$0")/../lib.sh"
+need_root
+S=$BUILD/pyebpf-sample
+P=$BUILD/progs
+need_file "$S"
+need_file "$P/callgraph"
+need_file "$P/callgraph-nofp"
+need_file "$P/syscalls"
+
+# sum FILE ERE: total count of the folded lines whose stack matches ERE
+sum() { awk -v re="$2" '{ n = $NF; $NF = ""; if ($0 ~ re) s += n } END { print s + 0 }' "$1"; }
+
+# callgraph FILE NAME: c ≈ 2/3 and d ≈ 1/3 of the samples under main;a (±5 points)
+check_callgraph() {
+    local f=$1 name=$2 all c d
+    all=$(sum "$f" '(^|;)main;a(;|$| )')
+    c=$(sum "$f" '(^|;)main;a;b;c(;|$| )')
+    d=$(sum "$f" '(^|;)main;a;d(;|$| )')
+    total=$(sum "$f" '.')
+    echo "# $name: total=$total main;a=$all main;a;b;c=$c main;a;d=$d"
+    if [ "$all" -lt 200 ]; then
+        fail "$name: enough samples under main;a" "only $all of $total"; return
+    fi
+    # nearly every sample of the workload is under main;a (the rest: clock_gettime, startup)
+    check "$name: >= 90% of samples reach main;a ($all/$total)" \
+        awk -v a="$all" -v t="$total" 'BEGIN { exit !(a >= 0.9 * t) }'
+    check "$name: main;a;b;c is 66.7% +-5 of main;a ($c/$all)" \
+        awk -v x="$c" -v a="$all" 'BEGIN { p = 100 * x / a; exit !(p > 61.7 && p < 71.7) }'
+    check "$name: main;a;d is 33.3% +-5 of main;a ($d/$all)" \
+        awk -v x="$d" -v a="$all" 'BEGIN { p = 100 * x / a; exit !(p > 28.3 && p < 38.3) }'
+}
+
+# 1. frame pointers on the -fno-omit-frame-pointer build
+if "$S" -q -F 999 --unwind fp -o "$TMP/fp.folded" -- "$P/callgraph" 4 2> "$TMP/fp.err"; then
+    pass "fp: sampled callgraph"
+    check_callgraph "$TMP/fp.folded" "fp"
+else
+    fail "fp: sampled callgraph" "$(head -c 300 "$TMP/fp.err")"
+fi
+
+# 2. DWARF unwinding from the stack copy on the build without frame pointers
+if "$S" -q -F 999 --unwind dwarf --stats -o "$TMP/dwarf.folded" -- "$P/callgraph-nofp" 4 \
+    2> "$TMP/dwarf.err"; then
+    pass "dwarf: sampled callgraph-nofp"
+    check_callgraph "$TMP/dwarf.folded" "dwarf"
+    # frame pointers alone cannot do this: the same build with --unwind fp loses the chain
+    "$S" -q -F 999 --unwind fp -o "$TMP/nofp-fp.folded" -- "$P/callgraph-nofp" 2 2> /dev/null
+    c=$(sum "$TMP/nofp-fp.folded" '(^|;)main;a;b;c(;|$| )')
+    t=$(sum "$TMP/nofp-fp.folded" '.')
+    echo "# nofp build with --unwind fp: main;a;b;c=$c of $t"
+else
+    fail "dwarf: sampled callgraph-nofp" "$(head -c 300 "$TMP/dwarf.err")"
+fi
+
+# 3. kernel frames, joined under the user frames that made the system calls
+if "$S" -q -F 999 --kernel -o "$TMP/k.folded" -- "$P/syscalls" 3 2> "$TMP/k.err"; then
+    k=$(sum "$TMP/k.folded" '_\[k\]')
+    t=$(sum "$TMP/k.folded" '.')
+    j=$(sum "$TMP/k.folded" 'main;do_(writes|getpid|reads);.*_\[k\]')
+    echo "# kernel: $k of $t samples have _[k] frames, $j under main;do_*"
+    check "kernel: _[k] frames in >= 30% of samples ($k/$t)" \
+        awk -v k="$k" -v t="$t" 'BEGIN { exit !(t > 50 && k >= 0.3 * t) }'
+    check "kernel: user chain main;do_* joins kernel frames ($j)" [ "$j" -gt 0 ]
+    check "kernel: a syscall entry frame is named" grep -qE '(entry_SYSCALL|do_syscall)[^;]*_\[k\]' "$TMP/k.folded"
+    "$S" -q -F 999 -o "$TMP/nok.folded" -- "$P/syscalls" 1 2> /dev/null
+    check "kernel: no _[k] frames without --kernel" bash -c "! grep -q '_\[k\]' '$TMP/nok.folded'"
+else
+    fail "kernel: sampled syscalls" "$(head -c 300 "$TMP/k.err")"
+fi
+
+# 4. JIT frames: named from the target's jitdump/perf map and unwound through to main
+if [ -x "$P/jitprog" ]; then
+    if "$S" -q -F 999 -o "$TMP/jit.folded" -- "$P/jitprog" --spin 3 2> "$TMP/jit.err"; then
+        t=$(sum "$TMP/jit.folded" '.')
+        j=$(sum "$TMP/jit.folded" '(^|;)main;.*py::')
+        echo "# jit: $j of $t samples run a named JIT frame below main"
+        check "jit: named JIT frames reach main ($j/$t)" \
+            awk -v j="$j" -v t="$t" 'BEGIN { exit !(t > 50 && j >= 0.5 * t) }'
+    else
+        fail "jit: sampled jitprog" "$(head -c 300 "$TMP/jit.err")"
+    fi
+else
+    skip "jit: sampled jitprog" "build/progs/jitprog not built (tests/progs/jitprog.c missing)"
+fi
+
+# 5. loss: 10 s at 1 kHz on a busy two-thread target
+if "$S" -q -F 1000 -d 10 --stats -o "$TMP/loss.folded" -- "$P/callgraph" 15 2 \
+    2> "$TMP/loss.err"; then
+    samples=$(awk '$1 == "samples:" { print $2 }' "$TMP/loss.err")
+    lost=$(awk '$1 == "lost:" { print $2 }' "$TMP/loss.err")
+    cpu=$(awk '$1 == "collector_cpu_us_per_sample:" { print $2 }' "$TMP/loss.err")
+    echo "# loss: samples=$samples lost=$lost collector_cpu_us_per_sample=$cpu"
+    check "loss: samples counted ($samples)" [ "${samples:-0}" -gt 1000 ]
+    check "loss: < 0.1% lost ($lost of $samples; collector_cpu_us_per_sample $cpu)" \
+        awk -v l="$lost" -v s="$samples" 'BEGIN { exit !(l < 0.001 * (s + l)) }'
+    for key in samples lost unwind_errors duration_s collector_cpu_us_per_sample; do
+        check "stats: has '$key: value'" grep -qE "^$key: [0-9.]+$" "$TMP/loss.err"
+    done
+    check "stats: duration_s is the 10 s asked for" \
+        awk '$1 == "duration_s:" { exit !($2 > 9.5 && $2 < 11) }' "$TMP/loss.err"
+else
+    fail "loss: 10 s at 1 kHz" "$(head -c 300 "$TMP/loss.err")"
+fi
