@@ -186,13 +186,6 @@ static int64_t thread_frame(struct collector *c, const struct sample_event *ev, 
     return f;
 }
 
-static const char *base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-
-    return s ? s + 1 : path;
-}
-
 /* Interns the frame for one user address (a return address unless leaf). */
 static int64_t user_frame(struct collector *c, struct target *t, uint64_t ip, bool leaf)
 {
@@ -217,7 +210,7 @@ static int64_t user_frame(struct collector *c, struct target *t, uint64_t ip, bo
                              r.module, 0);
     c->st.unknown_frames++;
     if (err == 0 && r.module) {
-        snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base_name(r.module), r.offset);
+        proc_format(&r, buf, sizeof(buf));
         return profile_frame(c->prof, FRAME_NATIVE, buf, r.module, 0);
     }
     return profile_frame(c->prof, FRAME_OTHER, "[unknown]", NULL, 0);

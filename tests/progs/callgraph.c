@@ -26,29 +26,32 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* The same loop in c and d so that time follows the unit count. */
-static __attribute__((noinline)) uint64_t work(uint64_t x, int units)
+/* Keeps c and d from being leaf functions: the compiler gives leaves no frame even with
+ * -fno-omit-frame-pointer, and a frame-pointer walk from a frameless leaf skips its caller. */
+static __attribute__((noinline)) uint64_t publish(uint64_t x)
 {
-    for (long i = 0; i < (long)units * UNIT; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-    }
-    return x;
+    sink = x;
+    return x + 1;
 }
+
+/* The same loop in c and d, so that time follows the unit count. */
+#define WORK(x, units)                                                                             \
+    for (long i = 0; i < (long)(units) * UNIT; i++) {                                              \
+        x ^= x << 13;                                                                              \
+        x ^= x >> 7;                                                                               \
+        x ^= x << 17;                                                                              \
+    }
 
 __attribute__((noinline)) uint64_t c(uint64_t x)
 {
-    x = work(x, 2);
-    sink = x;
-    return x + 1;
+    WORK(x, 2);
+    return publish(x);
 }
 
 __attribute__((noinline)) uint64_t d(uint64_t x)
 {
-    x = work(x, 1);
-    sink = x;
-    return x + 1;
+    WORK(x, 1);
+    return publish(x);
 }
 
 __attribute__((noinline)) uint64_t b(uint64_t x)
@@ -66,6 +69,7 @@ __attribute__((noinline)) uint64_t a(uint64_t x)
     return x + 1;
 }
 
+/* Extra threads (THREADS > 1) run worker → a → ...; the main thread calls a from main. */
 static void *worker(void *arg)
 {
     double end = now() + run_seconds;
@@ -80,7 +84,9 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
     int threads = argc > 2 ? atoi(argv[2]) : 1;
+    uint64_t x = 88172645463325252ull;
     pthread_t tids[64];
+    double end;
 
     if (argc > 1)
         run_seconds = atof(argv[1]);
@@ -90,7 +96,10 @@ int main(int argc, char **argv)
     }
     for (int i = 1; i < threads; i++)
         pthread_create(&tids[i], NULL, worker, (void *)(uintptr_t)i);
-    worker(NULL);
+    end = now() + run_seconds;
+    while (now() < end)
+        x = a(x);
+    sink = x;
     for (int i = 1; i < threads; i++)
         pthread_join(tids[i], NULL);
     return 0;
