@@ -58,6 +58,7 @@ struct run {
     uint64_t events;
     uint64_t collect_errors;
     uint64_t stack_ends_set;
+    double setup_cpu_us; /* collector CPU spent before the first sample could arrive */
 };
 
 static volatile sig_atomic_t exiting;
@@ -392,17 +393,22 @@ static pid_t launch(char **argv, int *go_fd, int *err_fd)
     return pid;
 }
 
+static double self_cpu_us(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
+           ru.ru_stime.tv_usec;
+}
+
 static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, uint64_t matched,
                         const struct sampler_counters *sc)
 {
     struct collect_stats cs;
-    struct rusage ru;
-    double cpu_us;
+    double cpu_us = self_cpu_us(), loop_us = cpu_us - r->setup_cpu_us;
 
     collect_stats(r->collector, &cs);
-    getrusage(RUSAGE_SELF, &ru);
-    cpu_us = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
-             ru.ru_stime.tv_usec;
     fprintf(f, "samples: %" PRIu64 "\n", cs.samples);
     fprintf(f, "lost: %" PRIu64 "\n", lost);
     fprintf(f, "lost_pct: %.4f\n", matched ? 100.0 * lost / matched : 0.0);
@@ -411,6 +417,9 @@ static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, 
     fprintf(f, "duration_s: %.3f\n", duration);
     fprintf(f, "collector_cpu_us_per_sample: %.2f\n", cs.samples ? cpu_us / cs.samples : 0.0);
     fprintf(f, "collector_cpu_us: %.0f\n", cpu_us);
+    fprintf(f, "collector_setup_cpu_us: %.0f\n", r->setup_cpu_us);
+    fprintf(f, "collector_loop_cpu_us_per_sample: %.2f\n",
+            cs.samples ? loop_us / cs.samples : 0.0);
     fprintf(f, "kernel_matched: %" PRIu64 "\n", matched);
     fprintf(f, "events: %" PRIu64 "\n", r->events);
     fprintf(f, "collect_errors: %" PRIu64 "\n", r->collect_errors);
@@ -555,6 +564,7 @@ int main(int argc, char **argv)
         if (interval_ns < 1000000)
             interval_ns = 1000000;
     }
+    r.setup_cpu_us = self_cpu_us();
     t0 = now_ns();
     if (o.duration)
         t_end = t0 + (uint64_t)(o.duration * 1e9);

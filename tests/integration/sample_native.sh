@@ -71,23 +71,31 @@ else
     fail "kernel: sampled syscalls" "$(head -c 300 "$TMP/k.err")"
 fi
 
-# 4. JIT frames: named from the target's jitdump/perf map and unwound through to main
+# 4. JIT frames: jitprog runs main → jit_a → jit_b → jit_c (trampolines it publishes through
+# libpyjit's jitdump and perf map sinks) → innermost(), spinning there. Named from the target's
+# publications and unwound through to main, with frame pointers and with the CFI it published.
 if [ -x "$P/jitprog" ]; then
-    if "$S" -q -F 999 -o "$TMP/jit.folded" -- "$P/jitprog" --spin 3 2> "$TMP/jit.err"; then
-        t=$(sum "$TMP/jit.folded" '.')
-        j=$(sum "$TMP/jit.folded" '(^|;)main;.*py::')
-        echo "# jit: $j of $t samples run a named JIT frame below main"
-        check "jit: named JIT frames reach main ($j/$t)" \
-            awk -v j="$j" -v t="$t" 'BEGIN { exit !(t > 50 && j >= 0.5 * t) }'
-    else
-        fail "jit: sampled jitprog" "$(head -c 300 "$TMP/jit.err")"
-    fi
+    for mode in fp dwarf; do
+        if "$S" -q -F 999 --unwind $mode -o "$TMP/jit-$mode.folded" -- "$P/jitprog" \
+            --sinks jitdump,perfmap --jitdump-dir "$TMP" --spin 3 > "$TMP/jit.out" 2> "$TMP/jit.err"
+        then
+            jpid=$(awk '$1 == "ready" { print $2 }' "$TMP/jit.out")
+            [ -n "$jpid" ] && rm -f "/tmp/perf-$jpid.map" "/tmp/jit-$jpid.dump"
+            t=$(sum "$TMP/jit-$mode.folded" '.')
+            j=$(sum "$TMP/jit-$mode.folded" '(^|;)main;[^;]*jit_a[^;]*;[^;]*jit_b[^;]*;[^;]*jit_c[^;]*;innermost(;|$| )')
+            echo "# jit ($mode): $j of $t samples read main;jit_a;jit_b;jit_c;innermost"
+            check "jit ($mode): named JIT frames between main and innermost ($j/$t)" \
+                awk -v j="$j" -v t="$t" 'BEGIN { exit !(t > 50 && j >= 0.8 * t) }'
+        else
+            fail "jit ($mode): sampled jitprog" "$(head -c 300 "$TMP/jit.err")"
+        fi
+    done
 else
     skip "jit: sampled jitprog" "build/progs/jitprog not built (tests/progs/jitprog.c missing)"
 fi
 
 # 5. loss: 10 s at 1 kHz on a busy two-thread target
-if "$S" -q -F 1000 -d 10 --stats -o "$TMP/loss.folded" -- "$P/callgraph" 15 2 \
+if "$S" -q -F 1000 -d 10 --stats --threads -o "$TMP/loss.folded" -- "$P/callgraph" 15 2 \
     2> "$TMP/loss.err"; then
     samples=$(awk '$1 == "samples:" { print $2 }' "$TMP/loss.err")
     lost=$(awk '$1 == "lost:" { print $2 }' "$TMP/loss.err")
@@ -99,6 +107,8 @@ if "$S" -q -F 1000 -d 10 --stats -o "$TMP/loss.folded" -- "$P/callgraph" 15 2 \
     for key in samples lost unwind_errors duration_s collector_cpu_us_per_sample; do
         check "stats: has '$key: value'" grep -qE "^$key: [0-9.]+$" "$TMP/loss.err"
     done
+    roots=$(cut -d';' -f1 "$TMP/loss.folded" | grep -E '^thread [0-9]+ \(callgraph\)$' | sort -u | wc -l)
+    check "--threads: one root frame per thread, 'thread TID (comm)' ($roots)" [ "$roots" -eq 2 ]
     check "stats: duration_s is the 10 s asked for" \
         awk '$1 == "duration_s:" { exit !($2 > 9.5 && $2 < 11) }' "$TMP/loss.err"
 else
