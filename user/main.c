@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -338,6 +339,38 @@ static void command_line(pid_t pid, char **argv, char *buf, size_t size)
     fclose(f);
 }
 
+/* output_write replaces files atomically (temporary file + rename), which would put a regular
+ * file in the place of a device or FIFO such as /dev/null or /dev/stdout: those are written in
+ * place instead. */
+static int write_profile(const struct profile *p, enum output_format fmt, const char *path)
+{
+    struct stat st;
+    FILE *f;
+    int err;
+
+    if (!strcmp(path, "-") || stat(path, &st) || S_ISREG(st.st_mode))
+        return output_write(p, fmt, path);
+    f = fopen(path, "we");
+    if (!f)
+        return -errno;
+    switch (fmt) {
+    case OUTPUT_SVG:
+        err = svg_write(p, f, NULL);
+        break;
+    case OUTPUT_SPEEDSCOPE:
+        err = speedscope_write(p, f);
+        break;
+    case OUTPUT_PPROF:
+        err = pprof_write(p, f);
+        break;
+    default:
+        err = folded_write(p, f);
+    }
+    if (fclose(f) && !err)
+        err = -errno;
+    return err;
+}
+
 static int on_event(void *ctx, const struct sample_event *ev, size_t len)
 {
     struct run *r = ctx;
@@ -616,7 +649,7 @@ int main(int argc, char **argv)
         collect_stats(r.collector, &cs);
         r.prof.meta.samples = cs.samples;
     }
-    err = output_write(&r.prof, fmt, o.output);
+    err = write_profile(&r.prof, fmt, o.output);
     if (err) {
         fprintf(stderr, "pyebpf-sample: cannot write %s: %s\n",
                 strcmp(o.output, "-") ? o.output : "stdout", strerror(-err));

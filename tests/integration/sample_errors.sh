@@ -105,3 +105,12 @@ check "duration ends the run: exit 0, output written" \
     bash -c "[ $rc -eq 0 ] && [ -s '$TMP/dur.folded' ]"
 check "duration ends the run: launched command is gone" \
     bash -c "! pgrep -f '^$P/callgraph 30$' > /dev/null"
+
+# -o to a FIFO (like /dev/stdout or a device) is written in place, never replaced by a file
+mkfifo "$TMP/fifo"
+cat "$TMP/fifo" > "$TMP/fifo.out" & reader=$!
+run "$S" -q -F 499 -d 1 -o "$TMP/fifo" -- "$P/callgraph" 2
+wait "$reader"
+check "-o FIFO: exit 0, stacks read from the FIFO" \
+    bash -c "[ $rc -eq 0 ] && grep -qE 'main;a;b;c [0-9]+$' '$TMP/fifo.out'"
+check "-o FIFO: still a FIFO afterwards" test -p "$TMP/fifo"
