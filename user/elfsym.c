@@ -20,10 +20,12 @@
 struct sym {
     uint64_t addr, size;
     const char *name;
+    unsigned rank; /* at one address the global name wins over weak, weak over local */
 };
 
 struct load {
-    uint64_t vaddr, offset, filesz;
+    uint64_t vaddr, offset, filesz, memsz;
+    bool exec;
 };
 
 struct image {
@@ -183,7 +185,9 @@ static int add_symbols(struct elf_file *f, Elf *e, Elf64_Word type)
             const char *name = elf_strptr(e, sh.sh_link, sym.st_name);
             if (!name || !*name)
                 continue;
-            f->syms[f->nsyms++] = (struct sym){sym.st_value, sym.st_size, name};
+            int b = GELF_ST_BIND(sym.st_info);
+            unsigned rank = b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2;
+            f->syms[f->nsyms++] = (struct sym){sym.st_value, sym.st_size, name, rank};
         }
     }
     return 0;
@@ -194,16 +198,23 @@ static int cmp_sym(const void *a, const void *b)
     const struct sym *x = a, *y = b;
     if (x->addr != y->addr)
         return x->addr < y->addr ? -1 : 1;
-    return x->size > y->size ? -1 : x->size < y->size; /* larger first: it wins the dedup */
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return strcmp(x->name, y->name); /* deterministic among aliases */
 }
 
 static void sort_symbols(struct elf_file *f)
 {
     qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
     size_t w = 0;
-    for (size_t i = 0; i < f->nsyms; i++)
-        if (w == 0 || f->syms[w - 1].addr != f->syms[i].addr)
-            f->syms[w++] = f->syms[i];
+    for (size_t i = 0; i < f->nsyms; i++) {
+        if (w && f->syms[w - 1].addr == f->syms[i].addr) {
+            if (f->syms[i].size > f->syms[w - 1].size)
+                f->syms[w - 1].size = f->syms[i].size;
+            continue;
+        }
+        f->syms[w++] = f->syms[i];
+    }
     f->nsyms = w;
 }
 
@@ -288,7 +299,8 @@ static int read_loads(struct elf_file *f)
     for (size_t i = 0; i < n; i++) {
         GElf_Phdr ph;
         if (gelf_getphdr(f->main.elf, (int)i, &ph) && ph.p_type == PT_LOAD)
-            f->loads[f->nloads++] = (struct load){ph.p_vaddr, ph.p_offset, ph.p_filesz};
+            f->loads[f->nloads++] = (struct load){ph.p_vaddr, ph.p_offset, ph.p_filesz,
+                                                  ph.p_memsz, (ph.p_flags & PF_X) != 0};
     }
     return 0;
 }
@@ -471,6 +483,17 @@ int elfsym_bias(const struct elf_file *f, uint64_t map_start, uint64_t map_offse
     return -ENOENT;
 }
 
+/* A symbol without size covers up to the next symbol, within one executable segment. */
+static bool same_exec_segment(const struct elf_file *f, uint64_t a, uint64_t b)
+{
+    for (size_t i = 0; i < f->nloads; i++) {
+        const struct load *l = &f->loads[i];
+        if (l->exec && a - l->vaddr < l->memsz)
+            return b - l->vaddr < l->memsz;
+    }
+    return false;
+}
+
 const char *elfsym_lookup(const struct elf_file *f, uint64_t vaddr, uint64_t *offset)
 {
     size_t lo = 0, hi = f->nsyms;
@@ -485,7 +508,8 @@ const char *elfsym_lookup(const struct elf_file *f, uint64_t vaddr, uint64_t *of
      * one (nested symbols are rare and shallow). */
     for (size_t i = lo, steps = 0; i > 0 && steps < 4; i--, steps++) {
         const struct sym *s = &f->syms[i - 1];
-        bool inside = s->size ? vaddr - s->addr < s->size : (i == lo && steps == 0);
+        bool inside = s->size ? vaddr - s->addr < s->size
+                              : i == lo && steps == 0 && same_exec_segment(f, s->addr, vaddr);
         if (inside) {
             *offset = vaddr - s->addr;
             return s->name;

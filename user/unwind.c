@@ -101,8 +101,9 @@ struct state {
 };
 
 #define BIT(r) (1u << (r))
+/* RSP last: without a rule it is the CFA (set before the loop). */
 static const uint8_t callee_saved[] = {CFI_REG_RBX, CFI_REG_RBP, CFI_REG_R12, CFI_REG_R13,
-                                       CFI_REG_R14, CFI_REG_R15, CFI_REG_RIP};
+                                       CFI_REG_R14, CFI_REG_R15, CFI_REG_RIP, CFI_REG_RSP};
 
 enum step { STEP_OK, STEP_END, STEP_STOP };
 
@@ -137,6 +138,8 @@ static enum step dwarf_step(const struct cfi_row *row, struct state *s, struct c
         switch (rule->kind) {
         case CFI_RULE_UNSPEC:
         case CFI_RULE_SAME:
+            if (reg == CFI_REG_RSP)
+                continue;
             if (reg == CFI_REG_RIP) {
                 *stop |= UNWIND_STOP_BAD;
                 return STEP_STOP;
@@ -165,7 +168,7 @@ static enum step dwarf_step(const struct cfi_row *row, struct state *s, struct c
             break;
         }
         if (err) {
-            if (reg != CFI_REG_RIP)
+            if (reg != CFI_REG_RIP && reg != CFI_REG_RSP)
                 continue; /* an unknown callee-saved register only hurts if used later */
             *stop |= err == -EFAULT ? UNWIND_STOP_STACK : UNWIND_STOP_BAD;
             return STEP_STOP;
@@ -173,7 +176,7 @@ static enum step dwarf_step(const struct cfi_row *row, struct state *s, struct c
         n.r[reg] = v;
         n.valid |= BIT(reg);
     }
-    if (cfa <= s->r[CFI_REG_RSP]) {
+    if (n.r[CFI_REG_RSP] <= s->r[CFI_REG_RSP]) {
         *stop |= UNWIND_STOP_BAD;
         return STEP_STOP;
     }
