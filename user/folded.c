@@ -12,8 +12,9 @@
  *   "thread N (comm)"         thread           (first frame only; turns show_threads on)
  *   "[unknown]", "[...]"      other
  *   anything else             native
- * The reader never trusts its input: lines without a valid count, empty stacks and absurd depths
- * are counted and skipped (or cut), and it works on a buffer that is not NUL-terminated.
+ * The reader never trusts its input: lines without a valid count (or one above FOLDED_MAX_COUNT),
+ * empty stacks and absurd depths are counted and skipped (or cut), NUL bytes become '?', and it
+ * works on a buffer that is not NUL-terminated.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -29,6 +30,10 @@
 /* A label with the characters that would break the line format replaced. */
 static void put_label(FILE *f, const char *s)
 {
+    if (!*s) {
+        fputc('?', f); /* an empty frame would vanish when read back */
+        return;
+    }
     for (; *s; s++) {
         char c = *s;
         if (c == ';')
@@ -199,10 +204,9 @@ static int read_line(struct profile *p, const char *l, size_t n, char *scratch, 
     for (size_t i = sp; i < n; i++) {
         if (!isdigit((unsigned char)l[i]))
             return -1;
-        uint64_t d = (uint64_t)(l[i] - '0');
-        if (count > (UINT64_MAX - d) / 10)
+        count = count * 10 + (uint64_t)(l[i] - '0');
+        if (count > FOLDED_MAX_COUNT)
             return -1;
-        count = count * 10 + d;
     }
     size_t slen = sp - 1;
     while (slen && isspace((unsigned char)l[slen - 1]))
@@ -219,6 +223,9 @@ static int read_line(struct profile *p, const char *l, size_t n, char *scratch, 
                 break;
             }
             memcpy(scratch, l + a, b - a);
+            for (size_t k = 0; k < b - a; k++) /* a NUL would cut the name short */
+                if (scratch[k] == '\0')
+                    scratch[k] = '?';
             int64_t fi = intern_frame(p, scratch, b - a, depth == 0);
             if (fi < 0)
                 return (int)fi;
