@@ -71,20 +71,23 @@ else
     fail "kernel: sampled syscalls" "$(head -c 300 "$TMP/k.err")"
 fi
 
-# 4. JIT frames: jitprog runs main → jit_a → jit_b → jit_c (trampolines it publishes through
-# libpyjit's jitdump and perf map sinks) → innermost(), spinning there. Named from the target's
-# publications and unwound through to main, with frame pointers and with the CFI it published.
+# 4. JIT frames: jitprog runs main → run_chain → jit_a → jit_b → jit_c (trampolines it
+# publishes through libpyjit) → innermost(), spinning there. The frames must be named from the
+# target's publications and unwound through to main: with frame pointers (names from the perf
+# map), and with DWARF on the build without frame pointers, which needs the CFI the target
+# published in its jitdump for the trampolines.
 if [ -x "$P/jitprog" ]; then
     for mode in fp dwarf; do
-        if "$S" -q -F 999 --unwind $mode -o "$TMP/jit-$mode.folded" -- "$P/jitprog" \
-            --sinks jitdump,perfmap --jitdump-dir "$TMP" --spin 3 > "$TMP/jit.out" 2> "$TMP/jit.err"
+        if [ $mode = fp ]; then prog=$P/jitprog sinks=perfmap; else prog=$P/jitprog-nofp sinks=jitdump; fi
+        if "$S" -q -F 999 --unwind $mode -o "$TMP/jit-$mode.folded" -- "$prog" \
+            --sinks $sinks --jitdump-dir "$TMP" --spin 3 > "$TMP/jit.out" 2> "$TMP/jit.err"
         then
             jpid=$(awk '$1 == "ready" { print $2 }' "$TMP/jit.out")
             [ -n "$jpid" ] && rm -f "/tmp/perf-$jpid.map" "/tmp/jit-$jpid.dump"
             t=$(sum "$TMP/jit-$mode.folded" '.')
-            j=$(sum "$TMP/jit-$mode.folded" '(^|;)main;[^;]*jit_a[^;]*;[^;]*jit_b[^;]*;[^;]*jit_c[^;]*;innermost(;|$| )')
-            echo "# jit ($mode): $j of $t samples read main;jit_a;jit_b;jit_c;innermost"
-            check "jit ($mode): named JIT frames between main and innermost ($j/$t)" \
+            j=$(sum "$TMP/jit-$mode.folded" '(^|;)main;(run_chain;)?[^;]*jit_a[^;]*;[^;]*jit_b[^;]*;[^;]*jit_c[^;]*;innermost(;|$| )')
+            echo "# jit ($mode, $(basename "$prog"), $sinks): $j of $t samples read main;jit_a;jit_b;jit_c;innermost"
+            check "jit ($mode, $(basename "$prog"), $sinks): named JIT frames between main and innermost ($j/$t)" \
                 awk -v j="$j" -v t="$t" 'BEGIN { exit !(t > 50 && j >= 0.8 * t) }'
         else
             fail "jit ($mode): sampled jitprog" "$(head -c 300 "$TMP/jit.err")"
