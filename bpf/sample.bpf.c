@@ -102,8 +102,8 @@ static __always_inline void read_user_regs(struct sample_regs *out, struct pt_re
  * thread's stack end when known (per-thread map, or mm->start_stack for the main thread);
  * otherwise the largest power-of-two size that reads succeeds, down to the rest of sp's page.
  */
-static __always_inline __u32 copy_stack(struct sample_event *ev, struct task_struct *task,
-                                        __u32 tid, __u32 tgid, __u32 size)
+static __always_inline __u32 copy_stack(struct sample_event *ev, struct task_struct *task, __u32 tid,
+                                        __u32 tgid, __u32 size)
 {
     __u64 sp = ev->regs.sp, end = 0, len = size;
     __u64 *known = bpf_map_lookup_elem(&stack_ends, &tid);
@@ -139,8 +139,7 @@ static __always_inline __u32 copy_stack(struct sample_event *ev, struct task_str
     if (len > size)
         len = size;
     barrier_var(len);
-    if (len <= SAMPLE_STACK_COPY_MAX && len <= size &&
-        bpf_probe_read_user(ev->stack, len, (void *)sp) == 0)
+    if (len <= SAMPLE_STACK_COPY_MAX && len <= size && bpf_probe_read_user(ev->stack, len, (void *)sp) == 0)
         return len;
     ev->flags |= SAMPLE_F_COPY_ERR;
     count(SAMPLE_CNT_COPY_ERR);

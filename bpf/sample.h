@@ -30,22 +30,22 @@
 #include <linux/types.h>
 #endif
 
-#define SAMPLE_MAX_STACK_DEPTH 127     /* kernel default of perf_event_max_stack */
+#define SAMPLE_MAX_STACK_DEPTH    127   /* kernel default of perf_event_max_stack */
 #define SAMPLE_STACK_COPY_DEFAULT 16384 /* bytes of user stack copied per sample */
-#define SAMPLE_STACK_COPY_MAX 65536     /* upper bound of --stack-size */
-#define SAMPLE_STACK_COPY_MIN 512       /* smallest fallback size tried */
-#define SAMPLE_COMM_LEN 16
-#define SAMPLE_MAX_TARGETS 1024 /* processes sampled at once */
-#define SAMPLE_MAX_THREADS 65536 /* per-thread stack ends known */
+#define SAMPLE_STACK_COPY_MAX     65536 /* upper bound of --stack-size */
+#define SAMPLE_STACK_COPY_MIN     512   /* smallest fallback size tried */
+#define SAMPLE_COMM_LEN           16
+#define SAMPLE_MAX_TARGETS        1024  /* processes sampled at once */
+#define SAMPLE_MAX_THREADS        65536 /* per-thread stack ends known */
 
 /* flags */
-#define SAMPLE_F_IN_KERNEL   (1u << 0) /* the sample landed in kernel mode */
-#define SAMPLE_F_KSTACK_ERR  (1u << 1) /* bpf_get_stack (kernel) failed */
-#define SAMPLE_F_USTACK_ERR  (1u << 2) /* bpf_get_stack (user) failed */
-#define SAMPLE_F_COPY_ERR    (1u << 3) /* no stack copy could be read */
-#define SAMPLE_F_COPY_SHORT  (1u << 4) /* copy is shorter than asked (fallback size) */
+#define SAMPLE_F_IN_KERNEL    (1u << 0) /* the sample landed in kernel mode */
+#define SAMPLE_F_KSTACK_ERR   (1u << 1) /* bpf_get_stack (kernel) failed */
+#define SAMPLE_F_USTACK_ERR   (1u << 2) /* bpf_get_stack (user) failed */
+#define SAMPLE_F_COPY_ERR     (1u << 3) /* no stack copy could be read */
+#define SAMPLE_F_COPY_SHORT   (1u << 4) /* copy is shorter than asked (fallback size) */
 #define SAMPLE_F_COPY_BOUNDED (1u << 5) /* copy bounded by a known stack end */
-#define SAMPLE_F_NO_UREGS    (1u << 6) /* kernel thread or no user registers */
+#define SAMPLE_F_NO_UREGS     (1u << 6) /* kernel thread or no user registers */
 
 /* Per-CPU counters (array map "counters", index = enum value). */
 enum sample_counter {

@@ -206,8 +206,7 @@ static int64_t user_frame(struct collector *c, struct target *t, uint64_t ip, bo
         }
     }
     if (err == 0 && r.name)
-        return profile_frame(c->prof, r.kind == FRAME_JIT ? FRAME_JIT : FRAME_NATIVE, r.name,
-                             r.module, 0);
+        return profile_frame(c->prof, r.kind == FRAME_JIT ? FRAME_JIT : FRAME_NATIVE, r.name, r.module, 0);
     c->st.unknown_frames++;
     if (err == 0 && r.module) {
         proc_format(&r, buf, sizeof(buf));
@@ -230,8 +229,7 @@ static int64_t kernel_frame(struct collector *c, uint64_t addr, bool leaf)
 }
 
 /* Native return addresses, leaf first, into c->ips; returns their number. */
-static size_t unwind(struct collector *c, struct target *t, const struct sample_event *ev,
-                     size_t len)
+static size_t unwind(struct collector *c, struct target *t, const struct sample_event *ev, size_t len)
 {
     size_t n = 0;
 

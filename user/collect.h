@@ -25,16 +25,16 @@ struct collect_opts {
 };
 
 struct collect_stats {
-    uint64_t samples;        /* records turned into stacks */
-    uint64_t unwind_errors;  /* native unwind stopped early (no CFI, stack copy too short, bad) */
+    uint64_t samples;          /* records turned into stacks */
+    uint64_t unwind_errors;    /* native unwind stopped early (no CFI, stack copy too short, bad) */
     uint64_t unwind_truncated; /* hit COLLECT_MAX_DEPTH */
-    uint64_t kernel_errors;  /* kernel stack missing for a sample in kernel mode */
-    uint64_t copy_errors;    /* no stack copy in the record */
-    uint64_t frames;         /* native + kernel frames added */
-    uint64_t unknown_frames; /* frames with no symbol (printed as module+0xoff) */
-    uint64_t proc_errors;    /* a record of a process that could not be opened */
-    uint64_t refreshes;      /* re-reads of a target's mappings */
-    uint64_t threads;        /* distinct threads seen */
+    uint64_t kernel_errors;    /* kernel stack missing for a sample in kernel mode */
+    uint64_t copy_errors;      /* no stack copy in the record */
+    uint64_t frames;           /* native + kernel frames added */
+    uint64_t unknown_frames;   /* frames with no symbol (printed as module+0xoff) */
+    uint64_t proc_errors;      /* a record of a process that could not be opened */
+    uint64_t refreshes;        /* re-reads of a target's mappings */
+    uint64_t threads;          /* distinct threads seen */
     uint64_t stack_copy_bytes; /* sum of copied stack bytes */
 };
 

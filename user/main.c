@@ -31,8 +31,8 @@
 #include "sampler.h"
 
 #define DEFAULT_FREQUENCY 99 /* Hz; off the common 100 Hz timers so samples do not lock step */
-#define MAX_FREQUENCY 100000
-#define ALIVE_CHECK_NS 100000000ull
+#define MAX_FREQUENCY     100000
+#define ALIVE_CHECK_NS    100000000ull
 
 struct options {
     unsigned frequency;
@@ -151,8 +151,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         switch (c) {
         case 'F':
             if (parse_uint(optarg, MAX_FREQUENCY, &v) || !v) {
-                fprintf(stderr, "pyebpf-sample: bad frequency '%s' (1..%u Hz)\n", optarg,
-                        MAX_FREQUENCY);
+                fprintf(stderr, "pyebpf-sample: bad frequency '%s' (1..%u Hz)\n", optarg, MAX_FREQUENCY);
                 return -1;
             }
             o->frequency = v;
@@ -187,10 +186,9 @@ static int parse_options(int argc, char **argv, struct options *o)
             }
             break;
         case OPT_STACK:
-            if (parse_uint(optarg, SAMPLE_STACK_COPY_MAX, &v) || (v & 7) ||
-                v < SAMPLE_STACK_COPY_MIN) {
-                fprintf(stderr, "pyebpf-sample: bad --stack-size '%s' (%u..%u, multiple of 8)\n",
-                        optarg, SAMPLE_STACK_COPY_MIN, SAMPLE_STACK_COPY_MAX);
+            if (parse_uint(optarg, SAMPLE_STACK_COPY_MAX, &v) || (v & 7) || v < SAMPLE_STACK_COPY_MIN) {
+                fprintf(stderr, "pyebpf-sample: bad --stack-size '%s' (%u..%u, multiple of 8)\n", optarg,
+                        SAMPLE_STACK_COPY_MIN, SAMPLE_STACK_COPY_MAX);
                 return -1;
             }
             o->stack_size = v;
@@ -229,15 +227,16 @@ static int parse_options(int argc, char **argv, struct options *o)
         o->command = &argv[optind];
     } else if (optind + 1 == argc) {
         if (parse_uint(argv[optind], INT32_MAX, &v) || !v) {
-            fprintf(stderr, "pyebpf-sample: '%s' is not a PID (to run a command: "
-                            "pyebpf-sample [OPTIONS] -- COMMAND ARGS...)\n", argv[optind]);
+            fprintf(stderr,
+                    "pyebpf-sample: '%s' is not a PID (to run a command: "
+                    "pyebpf-sample [OPTIONS] -- COMMAND ARGS...)\n",
+                    argv[optind]);
             return -1;
         }
         o->pid = (pid_t)v;
     } else {
         fprintf(stderr, "pyebpf-sample: %s\nTry 'pyebpf-sample --help'.\n",
-                optind < argc ? "give one PID, or -- COMMAND ARGS..."
-                              : "missing PID or -- COMMAND");
+                optind < argc ? "give one PID, or -- COMMAND ARGS..." : "missing PID or -- COMMAND");
         return -1;
     }
     return 0;
@@ -269,8 +268,10 @@ static int proc_stat(pid_t pid, unsigned long long *start, char *state)
         return -ESRCH;
     buf[n] = 0;
     p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
-    if (!p || sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-                            "%*d %*d %llu", state, start) != 2)
+    if (!p || sscanf(p + 2,
+                     "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+                     "%*d %*d %llu",
+                     state, start) != 2)
         return -EINVAL;
     return 0;
 }
@@ -306,8 +307,10 @@ static int check_pid(pid_t pid)
             fprintf(stderr, "pyebpf-sample: no process with PID %d\n", (int)pid);
             return -ESRCH;
         }
-        fprintf(stderr, "pyebpf-sample: no permission to read the memory map of PID %d (%s): "
-                "needs the same user or CAP_SYS_PTRACE\n", (int)pid, strerror(err));
+        fprintf(stderr,
+                "pyebpf-sample: no permission to read the memory map of PID %d (%s): "
+                "needs the same user or CAP_SYS_PTRACE\n",
+                (int)pid, strerror(err));
         return -EPERM;
     }
     return 0;
@@ -431,8 +434,7 @@ static double self_cpu_us(void)
     struct rusage ru;
 
     getrusage(RUSAGE_SELF, &ru);
-    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
-           ru.ru_stime.tv_usec;
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
 }
 
 static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, uint64_t matched,
@@ -451,8 +453,7 @@ static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, 
     fprintf(f, "collector_cpu_us_per_sample: %.2f\n", cs.samples ? cpu_us / cs.samples : 0.0);
     fprintf(f, "collector_cpu_us: %.0f\n", cpu_us);
     fprintf(f, "collector_setup_cpu_us: %.0f\n", r->setup_cpu_us);
-    fprintf(f, "collector_loop_cpu_us_per_sample: %.2f\n",
-            cs.samples ? loop_us / cs.samples : 0.0);
+    fprintf(f, "collector_loop_cpu_us_per_sample: %.2f\n", cs.samples ? loop_us / cs.samples : 0.0);
     fprintf(f, "kernel_matched: %" PRIu64 "\n", matched);
     fprintf(f, "events: %" PRIu64 "\n", r->events);
     fprintf(f, "collect_errors: %" PRIu64 "\n", r->collect_errors);
@@ -465,8 +466,7 @@ static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, 
     fprintf(f, "kernel_stack_errors: %" PRIu64 "\n", cs.kernel_errors);
     fprintf(f, "stack_copy_errors: %" PRIu64 "\n", sc->copy_err);
     fprintf(f, "stack_copy_retries: %" PRIu64 "\n", sc->copy_retry);
-    fprintf(f, "stack_copy_avg_bytes: %.0f\n",
-            cs.samples ? (double)cs.stack_copy_bytes / cs.samples : 0.0);
+    fprintf(f, "stack_copy_avg_bytes: %.0f\n", cs.samples ? (double)cs.stack_copy_bytes / cs.samples : 0.0);
     fprintf(f, "stack_ends_known: %" PRIu64 "\n", r->stack_ends_set);
     fprintf(f, "map_refreshes: %" PRIu64 "\n", cs.refreshes);
     fprintf(f, "proc_errors: %" PRIu64 "\n", cs.proc_errors);
@@ -499,8 +499,7 @@ int main(int argc, char **argv)
         return err > 0 ? 0 : 2;
     if (o.format) {
         if (output_format_parse(o.format, &fmt)) {
-            fprintf(stderr, "pyebpf-sample: bad format '%s' (folded, svg, speedscope, pprof)\n",
-                    o.format);
+            fprintf(stderr, "pyebpf-sample: bad format '%s' (folded, svg, speedscope, pprof)\n", o.format);
             return 2;
         }
     } else {
@@ -541,8 +540,7 @@ int main(int argc, char **argv)
     if (o.command) {
         child = launch(o.command, &go_fd, &err_fd);
         if (child < 0) {
-            fprintf(stderr, "pyebpf-sample: cannot start '%s': %s\n", o.command[0],
-                    strerror(-child));
+            fprintf(stderr, "pyebpf-sample: cannot start '%s': %s\n", o.command[0], strerror(-child));
             child = 0;
             goto out;
         }
@@ -581,9 +579,8 @@ int main(int argc, char **argv)
     }
     command_line(o.pid, o.command, cmdline, sizeof(cmdline));
     if (!o.quiet)
-        fprintf(stderr, "pyebpf-sample: sampling PID %d (%s) at %u Hz on %u CPUs%s\n", (int)o.pid,
-                cmdline, o.frequency, sampler_ncpus(r.sampler),
-                o.duration ? "" : "; Ctrl-C to stop");
+        fprintf(stderr, "pyebpf-sample: sampling PID %d (%s) at %u Hz on %u CPUs%s\n", (int)o.pid, cmdline,
+                o.frequency, sampler_ncpus(r.sampler), o.duration ? "" : "; Ctrl-C to stop");
 
     /* Drain often enough that the ring never holds more than a quarter of its size when every
      * CPU samples the target at full record size. */
@@ -624,8 +621,7 @@ int main(int argc, char **argv)
         } else {
             unsigned long long st;
 
-            if (proc_stat(o.pid, &st, &state) || state == 'Z' || state == 'X' ||
-                st != start_time) {
+            if (proc_stat(o.pid, &st, &state) || state == 'Z' || state == 'X' || st != start_time) {
                 target_gone = true;
                 break;
             }
@@ -651,8 +647,8 @@ int main(int argc, char **argv)
     }
     err = write_profile(&r.prof, fmt, o.output);
     if (err) {
-        fprintf(stderr, "pyebpf-sample: cannot write %s: %s\n",
-                strcmp(o.output, "-") ? o.output : "stdout", strerror(-err));
+        fprintf(stderr, "pyebpf-sample: cannot write %s: %s\n", strcmp(o.output, "-") ? o.output : "stdout",
+                strerror(-err));
         goto out;
     }
     if (o.stats)

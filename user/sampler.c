@@ -344,17 +344,21 @@ const char *sampler_strerror(enum sampler_stage stage, int err, char *buf, size_
     const char *missing = missing_caps();
 
     if ((err == -EPERM || err == -EACCES) && *missing &&
-        (stage == SAMPLER_STAGE_LOAD || stage == SAMPLER_STAGE_PERF ||
-         stage == SAMPLER_STAGE_ATTACH || stage == SAMPLER_STAGE_OPEN)) {
-        snprintf(buf, size, "no permission to use BPF (%s): missing capability %s (run as root, "
-                 "or grant CAP_BPF and CAP_PERFMON)%s", strerror(-err), missing, alt);
+        (stage == SAMPLER_STAGE_LOAD || stage == SAMPLER_STAGE_PERF || stage == SAMPLER_STAGE_ATTACH ||
+         stage == SAMPLER_STAGE_OPEN)) {
+        snprintf(buf, size,
+                 "no permission to use BPF (%s): missing capability %s (run as root, "
+                 "or grant CAP_BPF and CAP_PERFMON)%s",
+                 strerror(-err), missing, alt);
         return buf;
     }
     switch (stage) {
     case SAMPLER_STAGE_OPEN:
         if (err == -ENOENT || err == -ESRCH)
-            snprintf(buf, size, "cannot open the BPF program: the kernel has no BTF "
-                     "(/sys/kernel/btf/vmlinux) or BPF support%s", alt);
+            snprintf(buf, size,
+                     "cannot open the BPF program: the kernel has no BTF "
+                     "(/sys/kernel/btf/vmlinux) or BPF support%s",
+                     alt);
         else
             snprintf(buf, size, "cannot open the BPF program: %s", strerror(-err));
         break;
@@ -362,23 +366,30 @@ const char *sampler_strerror(enum sampler_stage stage, int err, char *buf, size_
         if (err == -ENOSYS)
             snprintf(buf, size, "this kernel has no BPF support (bpf() not implemented)%s", alt);
         else if (err == -EPERM)
-            snprintf(buf, size, "BPF is not allowed here (%s), although the capabilities are "
+            snprintf(buf, size,
+                     "BPF is not allowed here (%s), although the capabilities are "
                      "held: a security module or kernel.unprivileged_bpf_disabled/lockdown "
-                     "refuses it%s", strerror(-err), alt);
+                     "refuses it%s",
+                     strerror(-err), alt);
         else
-            snprintf(buf, size, "the kernel refused the BPF program: %s (run with -v for the "
-                     "verifier log)", strerror(-err));
+            snprintf(buf, size,
+                     "the kernel refused the BPF program: %s (run with -v for the "
+                     "verifier log)",
+                     strerror(-err));
         break;
     case SAMPLER_STAGE_PERF:
         if (err == -EPERM || err == -EACCES)
-            snprintf(buf, size, "not allowed to open CPU-wide perf events (%s): needs CAP_PERFMON "
-                     "or kernel.perf_event_paranoid <= -1%s", strerror(-err), alt);
+            snprintf(buf, size,
+                     "not allowed to open CPU-wide perf events (%s): needs CAP_PERFMON "
+                     "or kernel.perf_event_paranoid <= -1%s",
+                     strerror(-err), alt);
         else if (err == -ENOENT || err == -ENOSYS || err == -EOPNOTSUPP)
-            snprintf(buf, size, "this kernel has no perf events for cpu-clock sampling: %s",
-                     strerror(-err));
+            snprintf(buf, size, "this kernel has no perf events for cpu-clock sampling: %s", strerror(-err));
         else if (err == -EINVAL)
-            snprintf(buf, size, "perf_event_open refused the frequency (see "
-                     "/proc/sys/kernel/perf_event_max_sample_rate): %s", strerror(-err));
+            snprintf(buf, size,
+                     "perf_event_open refused the frequency (see "
+                     "/proc/sys/kernel/perf_event_max_sample_rate): %s",
+                     strerror(-err));
         else
             snprintf(buf, size, "perf_event_open failed: %s", strerror(-err));
         break;

@@ -16,12 +16,12 @@
 #include "sample.h"
 
 struct sampler_opts {
-    unsigned frequency;    /* Hz per CPU */
-    uint32_t stack_copy;   /* bytes of user stack copied per sample; 0: none */
-    bool kernel_stack;     /* record kernel stacks */
-    bool user_fp_stack;    /* record the frame-pointer chain */
-    size_t ring_size;      /* bytes, 0: chosen from frequency and record size */
-    bool verbose;          /* libbpf messages to stderr */
+    unsigned frequency;  /* Hz per CPU */
+    uint32_t stack_copy; /* bytes of user stack copied per sample; 0: none */
+    bool kernel_stack;   /* record kernel stacks */
+    bool user_fp_stack;  /* record the frame-pointer chain */
+    size_t ring_size;    /* bytes, 0: chosen from frequency and record size */
+    bool verbose;        /* libbpf messages to stderr */
 };
 
 /* Called for each record; len is the record's reserved size. Non-zero return stops a poll. */

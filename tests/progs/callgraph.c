@@ -35,11 +35,11 @@ static __attribute__((noinline)) uint64_t publish(uint64_t x)
 }
 
 /* The same loop in c and d, so that time follows the unit count. */
-#define WORK(x, units)                                                                             \
-    for (long i = 0; i < (long)(units) * UNIT; i++) {                                              \
-        x ^= x << 13;                                                                              \
-        x ^= x >> 7;                                                                               \
-        x ^= x << 17;                                                                              \
+#define WORK(x, units)                                                                                       \
+    for (long i = 0; i < (long)(units)*UNIT; i++) {                                                          \
+        x ^= x << 13;                                                                                        \
+        x ^= x >> 7;                                                                                         \
+        x ^= x << 17;                                                                                        \
     }
 
 __attribute__((noinline)) uint64_t c(uint64_t x)
