@@ -36,9 +36,9 @@ struct {
 
 /* Highest readable address of a thread's stack (tid -> end), learnt by user space from the
  * thread's mapping the first time it sees the thread; bounds the copy so it never crosses the
- * end of the mapping (a read that crosses it fails whole). */
+ * end of the mapping (a read that crosses it fails whole). LRU: threads come and go. */
 struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
     __uint(max_entries, SAMPLE_MAX_THREADS);
     __type(key, __u32);
     __type(value, __u64);

@@ -276,6 +276,24 @@ static int proc_stat(pid_t pid, unsigned long long *start, char *state)
     return 0;
 }
 
+/* The process (tgid) a thread id belongs to, from /proc/PID/status; pid itself when unknown. */
+static pid_t thread_group(pid_t pid)
+{
+    char path[64], line[256];
+    pid_t tgid = pid;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    f = fopen(path, "re");
+    if (!f)
+        return pid;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "Tgid: %d", &tgid) == 1)
+            break;
+    fclose(f);
+    return tgid > 0 ? tgid : pid;
+}
+
 /* One line naming why PID cannot be sampled, or 0. */
 static int check_pid(pid_t pid)
 {
@@ -387,7 +405,7 @@ static int on_event(void *ctx, const struct sample_event *ev, size_t len)
     }
     /* A new thread: bound its stack copies by the end of its stack mapping from now on. The
      * main thread is bounded by mm->start_stack in the kernel. */
-    if (fresh && ev->tid != ev->pid && ev->regs.sp && r->o->stack_size) {
+    if (fresh && ev->tid != ev->pid && ev->regs.sp && r->o->unwind != UNWIND_FP) {
         uint64_t end = sampler_mapping_end(ev->pid, ev->regs.sp);
 
         if (end && !sampler_set_stack_end(r->sampler, ev->tid, end))
@@ -508,6 +526,14 @@ int main(int argc, char **argv)
     if (o.pid) {
         if (check_pid(o.pid))
             return 1;
+        pid_t tgid = thread_group(o.pid);
+
+        if (tgid != o.pid) {
+            if (!o.quiet)
+                fprintf(stderr, "pyebpf-sample: %d is a thread of process %d; sampling the process\n",
+                        (int)o.pid, (int)tgid);
+            o.pid = tgid;
+        }
         proc_stat(o.pid, &start_time, &state);
     }
 
@@ -629,6 +655,7 @@ int main(int argc, char **argv)
     }
     double duration = (now_ns() - t0) / 1e9;
 
+    sampler_detach(r.sampler);
     sampler_poll(r.sampler);
     sampler_counters(r.sampler, &sc);
     if (!o.quiet && target_gone)

@@ -293,17 +293,26 @@ enum sampler_stage sampler_failed_stage(const struct sampler *s)
     return s->failed;
 }
 
+void sampler_detach(struct sampler *s)
+{
+    if (s->links)
+        for (unsigned i = 0; i < s->ncpus_possible; i++) {
+            bpf_link__destroy(s->links[i]);
+            s->links[i] = NULL;
+        }
+    if (s->perf_fds)
+        for (unsigned i = 0; i < s->ncpus_possible; i++)
+            if (s->perf_fds[i] >= 0) {
+                close(s->perf_fds[i]);
+                s->perf_fds[i] = -1;
+            }
+}
+
 void sampler_close(struct sampler *s)
 {
     if (!s)
         return;
-    if (s->links)
-        for (unsigned i = 0; i < s->ncpus_possible; i++)
-            bpf_link__destroy(s->links[i]);
-    if (s->perf_fds)
-        for (unsigned i = 0; i < s->ncpus_possible; i++)
-            if (s->perf_fds[i] >= 0)
-                close(s->perf_fds[i]);
+    sampler_detach(s);
     free(s->links);
     free(s->perf_fds);
     ring_buffer__free(s->rb);

@@ -54,6 +54,9 @@ int sampler_remove_target(struct sampler *s, pid_t tgid);
 /* Tells the program where a thread's stack mapping ends (copies stop there). */
 int sampler_set_stack_end(struct sampler *s, pid_t tid, uint64_t end);
 int sampler_attach(struct sampler *s);
+/* Stops sampling (closes the perf events); records already in the ring stay readable, and
+ * counters read afterwards are final. */
+void sampler_detach(struct sampler *s);
 /* Consumes every record now in the ring; returns their number or a negative errno. */
 int sampler_poll(struct sampler *s);
 int sampler_counters(struct sampler *s, struct sampler_counters *out);

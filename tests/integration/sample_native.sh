@@ -117,3 +117,17 @@ if "$S" -q -F 1000 -d 10 --stats --threads -o "$TMP/loss.folded" -- "$P/callgrap
 else
     fail "loss: 10 s at 1 kHz" "$(head -c 300 "$TMP/loss.err")"
 fi
+
+# 6. a ring buffer far too small for the rate: losses are counted exactly, never hidden
+if "$S" -q -F 10000 --ring-size 65536 -d 2 --stats -o "$TMP/ov.folded" -- "$P/callgraph" 3 2 \
+    2> "$TMP/ov.err"; then
+    read -r samples lost matched < <(awk '$1 == "samples:" { s = $2 } $1 == "lost:" { l = $2 }
+        $1 == "kernel_matched:" { m = $2 } END { print s, l, m }' "$TMP/ov.err")
+    echo "# overflow: samples=$samples lost=$lost kernel_matched=$matched"
+    check "overflow: samples are lost with a 64 KiB ring at 10 kHz ($lost)" [ "${lost:-0}" -gt 0 ]
+    check "overflow: samples + lost = samples the kernel matched" [ $((samples + lost)) -eq "$matched" ]
+    check "overflow: the stacks that arrived are intact" \
+        bash -c "[ \$(grep -cE '(^|;)main;a;(b;c|d) [0-9]+$' '$TMP/ov.folded') -ge 2 ]"
+else
+    fail "overflow: tiny ring buffer" "$(head -c 300 "$TMP/ov.err")"
+fi
