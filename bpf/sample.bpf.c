@@ -215,3 +215,17 @@ int sample(struct bpf_perf_event_data *ctx)
     bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
     return 0;
 }
+
+/* --children: a process forked by a target becomes a target (threads share the tgid already).
+ * Loaded and attached only when asked for. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(follow_fork, struct task_struct *parent, struct task_struct *child)
+{
+    __u32 ptgid = parent->tgid, ctgid = child->tgid;
+    __u8 one = 1;
+
+    if (ptgid == ctgid || !bpf_map_lookup_elem(&targets, &ptgid))
+        return 0;
+    bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+    return 0;
+}

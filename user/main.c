@@ -43,6 +43,7 @@ struct options {
     enum unwind_mode unwind;
     uint32_t stack_size;
     bool threads;
+    bool children;
     bool stats;
     bool quiet;
     bool verbose;
@@ -93,6 +94,7 @@ static void usage(FILE *f)
             "      --stack-size N    bytes of user stack copied per sample for dwarf/auto\n"
             "                        (default %u, max %u, multiple of 8)\n"
             "      --threads         a root frame per thread: \"thread TID (comm)\"\n"
+            "      --children        also sample processes the target forks from now on\n"
             "      --stats           print statistics to stderr as \"key: value\" lines\n"
             "      --ring-size N     ring buffer bytes (default: from frequency and stack size)\n"
             "  -q, --quiet           no progress messages\n"
@@ -121,7 +123,7 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
 /* Returns 0 to run, 1 when done (help, version), -1 on a usage error (message printed). */
 static int parse_options(int argc, char **argv, struct options *o)
 {
-    enum { OPT_KERNEL = 256, OPT_UNWIND, OPT_STACK, OPT_THREADS, OPT_STATS, OPT_RING };
+    enum { OPT_KERNEL = 256, OPT_UNWIND, OPT_STACK, OPT_THREADS, OPT_STATS, OPT_RING, OPT_CHILDREN };
     static const struct option longopts[] = {
         {"frequency", required_argument, NULL, 'F'},
         {"duration", required_argument, NULL, 'd'},
@@ -131,6 +133,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"unwind", required_argument, NULL, OPT_UNWIND},
         {"stack-size", required_argument, NULL, OPT_STACK},
         {"threads", no_argument, NULL, OPT_THREADS},
+        {"children", no_argument, NULL, OPT_CHILDREN},
         {"stats", no_argument, NULL, OPT_STATS},
         {"ring-size", required_argument, NULL, OPT_RING},
         {"quiet", no_argument, NULL, 'q'},
@@ -195,6 +198,9 @@ static int parse_options(int argc, char **argv, struct options *o)
             break;
         case OPT_THREADS:
             o->threads = true;
+            break;
+        case OPT_CHILDREN:
+            o->children = true;
             break;
         case OPT_STATS:
             o->stats = true;
@@ -554,6 +560,7 @@ int main(int argc, char **argv)
         .stack_copy = o.unwind == UNWIND_FP ? 0 : o.stack_size,
         .kernel_stack = o.kernel,
         .user_fp_stack = o.unwind != UNWIND_DWARF,
+        .children = o.children,
         .ring_size = o.ring_size,
         .verbose = o.verbose,
     };

@@ -28,6 +28,7 @@ struct sampler {
     struct ring_buffer *rb;
     int *perf_fds;
     struct bpf_link **links;
+    struct bpf_link *fork_link;
     unsigned nlinks;
     unsigned ncpus_possible;
     unsigned ncpus_online;
@@ -114,6 +115,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
     s->skel->rodata->cfg_stack_copy = o->stack_copy;
     s->skel->rodata->cfg_kernel_stack = o->kernel_stack;
     s->skel->rodata->cfg_user_fp_stack = o->user_fp_stack;
+    bpf_program__set_autoload(s->skel->progs.follow_fork, o->children);
     s->ring_size = o->ring_size ? pow2_at_least(o->ring_size) : choose_ring_size(o, ncpu);
     err = bpf_map__set_max_entries(s->skel->maps.events, s->ring_size);
     if (err)
@@ -216,6 +218,14 @@ int sampler_attach(struct sampler *s)
         s->perf_fds[i] = -1;
     online_cpus(online, n);
 
+    if (s->opts.children) {
+        s->fork_link = bpf_program__attach(s->skel->progs.follow_fork);
+        if (!s->fork_link) {
+            free(online);
+            s->failed = SAMPLER_STAGE_ATTACH;
+            return -errno;
+        }
+    }
     for (unsigned cpu = 0; cpu < n; cpu++) {
         struct perf_event_attr attr = {
             .type = PERF_TYPE_SOFTWARE,
@@ -295,6 +305,8 @@ enum sampler_stage sampler_failed_stage(const struct sampler *s)
 
 void sampler_detach(struct sampler *s)
 {
+    bpf_link__destroy(s->fork_link);
+    s->fork_link = NULL;
     if (s->links)
         for (unsigned i = 0; i < s->ncpus_possible; i++) {
             bpf_link__destroy(s->links[i]);

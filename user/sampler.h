@@ -20,6 +20,7 @@ struct sampler_opts {
     uint32_t stack_copy; /* bytes of user stack copied per sample; 0: none */
     bool kernel_stack;   /* record kernel stacks */
     bool user_fp_stack;  /* record the frame-pointer chain */
+    bool children;       /* processes forked by a target become targets */
     size_t ring_size;    /* bytes, 0: chosen from frequency and record size */
     bool verbose;        /* libbpf messages to stderr */
 };

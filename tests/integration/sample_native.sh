@@ -131,3 +131,12 @@ if "$S" -q -F 10000 --ring-size 65536 -d 2 --stats -o "$TMP/ov.folded" -- "$P/ca
 else
     fail "overflow: tiny ring buffer" "$(head -c 300 "$TMP/ov.err")"
 fi
+
+# 7. --children: processes the target forks are sampled too; without it only the target is
+sh_cmd="$P/callgraph 1; $P/syscalls 1"
+"$S" -q -F 499 --children --threads -o "$TMP/ch.folded" -- sh -c "$sh_cmd" 2> /dev/null
+check "--children: the forked callgraph is sampled" grep -qE '^thread [0-9]+ \(callgraph\);.*main;a;b;c [0-9]+$' "$TMP/ch.folded"
+check "--children: the forked syscalls is sampled" grep -qE '^thread [0-9]+ \(syscalls\);.*main;do_' "$TMP/ch.folded"
+"$S" -q -F 499 --threads -o "$TMP/noch.folded" -- sh -c "$sh_cmd" 2> /dev/null
+check "no --children: forked processes are not sampled" \
+    bash -c "! grep -qE '\((callgraph|syscalls)\)' '$TMP/noch.folded'"
