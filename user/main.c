@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "maps.h"
 #include "output.h"
 #include "profile.h"
 #include "sampler.h"
@@ -61,6 +62,9 @@ struct run {
     uint64_t collect_errors;
     uint64_t stack_ends_set;
     double setup_cpu_us; /* collector CPU spent before the first sample could arrive */
+    struct maps maps;    /* of maps_pid: where new threads' stacks end */
+    pid_t maps_pid;
+    uint64_t maps_reads;
 };
 
 static volatile sig_atomic_t exiting;
@@ -398,6 +402,28 @@ static int write_profile(const struct profile *p, enum output_format fmt, const 
     return err;
 }
 
+/* End of the mapping that holds a new thread's stack pointer. The target's maps are cached and
+ * re-read only when sp falls outside them (a new thread stack is usually a fresh mapping, or a
+ * cached one glibc reuses). */
+static uint64_t stack_end(struct run *r, pid_t pid, uint64_t sp)
+{
+    const struct map_entry *e = NULL;
+
+    if (r->maps_pid == pid)
+        e = maps_find(&r->maps, sp);
+    if (!e) {
+        maps_free(&r->maps);
+        memset(&r->maps, 0, sizeof(r->maps));
+        r->maps_pid = 0;
+        r->maps_reads++;
+        if (maps_read(&r->maps, pid))
+            return 0;
+        r->maps_pid = pid;
+        e = maps_find(&r->maps, sp);
+    }
+    return e && (e->prot & MAPS_W) ? e->end : 0;
+}
+
 static int on_event(void *ctx, const struct sample_event *ev, size_t len)
 {
     struct run *r = ctx;
@@ -412,7 +438,7 @@ static int on_event(void *ctx, const struct sample_event *ev, size_t len)
     /* A new thread: bound its stack copies by the end of its stack mapping from now on. The
      * main thread is bounded by mm->start_stack in the kernel. */
     if (fresh && ev->tid != ev->pid && ev->regs.sp && r->o->unwind != UNWIND_FP) {
-        uint64_t end = sampler_mapping_end(ev->pid, ev->regs.sp);
+        uint64_t end = stack_end(r, ev->pid, ev->regs.sp);
 
         if (end && !sampler_set_stack_end(r->sampler, ev->tid, end))
             r->stack_ends_set++;
@@ -492,6 +518,7 @@ static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, 
     fprintf(f, "stack_copy_retries: %" PRIu64 "\n", sc->copy_retry);
     fprintf(f, "stack_copy_avg_bytes: %.0f\n", cs.samples ? (double)cs.stack_copy_bytes / cs.samples : 0.0);
     fprintf(f, "stack_ends_known: %" PRIu64 "\n", r->stack_ends_set);
+    fprintf(f, "stack_end_map_reads: %" PRIu64 "\n", r->maps_reads);
     fprintf(f, "map_refreshes: %" PRIu64 "\n", cs.refreshes);
     fprintf(f, "proc_errors: %" PRIu64 "\n", cs.proc_errors);
     fprintf(f, "distinct_stacks: %u\n", r->prof.nnodes);
@@ -707,6 +734,7 @@ out:
     }
     sampler_close(r.sampler);
     collect_close(r.collector);
+    maps_free(&r.maps);
     profile_free(&r.prof);
     return ret;
 }

@@ -5,7 +5,6 @@
 #include "sampler.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
@@ -424,26 +423,4 @@ const char *sampler_strerror(enum sampler_stage stage, int err, char *buf, size_
         snprintf(buf, size, "%s", strerror(-err));
     }
     return buf;
-}
-
-uint64_t sampler_mapping_end(pid_t pid, uint64_t addr)
-{
-    char path[64], line[512];
-    uint64_t lo, hi, end = 0;
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-    f = fopen(path, "re");
-    if (!f)
-        return 0;
-    while (fgets(line, sizeof(line), f)) {
-        if (sscanf(line, "%" SCNx64 "-%" SCNx64, &lo, &hi) != 2)
-            continue;
-        if (addr >= lo && addr < hi) {
-            end = hi;
-            break;
-        }
-    }
-    fclose(f);
-    return end;
 }

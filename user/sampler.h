@@ -71,7 +71,4 @@ void sampler_close(struct sampler *s);
  * that fix it. */
 const char *sampler_strerror(enum sampler_stage stage, int err, char *buf, size_t size);
 
-/* End of the mapping of pid that holds addr (from /proc/PID/maps), or 0. */
-uint64_t sampler_mapping_end(pid_t pid, uint64_t addr);
-
 #endif

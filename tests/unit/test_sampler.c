@@ -1,4 +1,4 @@
-/* Unit tests for user/sampler.c: argument checks, failure messages, stack-mapping lookup, and
+/* Unit tests for user/sampler.c: argument checks, failure messages, and
  * (as root) the real BPF program sampling this test process: ids, registers, stacks, copy. */
 #include <errno.h>
 #include <setjmp.h>
@@ -48,17 +48,6 @@ static void test_messages_name_the_cause(void **state)
     assert_non_null(strstr(buf, "BTF"));
     /* one line each */
     assert_null(strchr(buf, '\n'));
-}
-
-static void test_mapping_end_of_own_stack(void **state)
-{
-    int local = 0;
-    uint64_t end = sampler_mapping_end(getpid(), (uintptr_t)&local);
-
-    assert_true(end > (uintptr_t)&local);
-    assert_int_equal(end & 4095, 0);
-    assert_int_equal(sampler_mapping_end(getpid(), 0), 0);
-    assert_int_equal(sampler_mapping_end(-1, (uintptr_t)&local), 0);
 }
 
 struct seen {
@@ -130,7 +119,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_rejects_bad_options),
         cmocka_unit_test(test_messages_name_the_cause),
-        cmocka_unit_test(test_mapping_end_of_own_stack),
         cmocka_unit_test(test_samples_this_process),
     };
 
