@@ -505,6 +505,11 @@ static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, 
     fprintf(f, "collector_setup_cpu_us: %.0f\n", r->setup_cpu_us);
     fprintf(f, "collector_loop_cpu_us_per_sample: %.2f\n", cs.samples ? loop_us / cs.samples : 0.0);
     fprintf(f, "kernel_matched: %" PRIu64 "\n", matched);
+    if (sc->prog_runs) {
+        fprintf(f, "bpf_runs: %" PRIu64 "\n", sc->prog_runs);
+        fprintf(f, "bpf_ns_per_run: %.0f\n", (double)sc->prog_time_ns / sc->prog_runs);
+        fprintf(f, "bpf_ns_per_sample: %.0f\n", matched ? (double)sc->prog_time_ns / matched : 0.0);
+    }
     fprintf(f, "events: %" PRIu64 "\n", r->events);
     fprintf(f, "collect_errors: %" PRIu64 "\n", r->collect_errors);
     fprintf(f, "frequency_hz: %u\n", r->o->frequency);
@@ -588,6 +593,7 @@ int main(int argc, char **argv)
         .kernel_stack = o.kernel,
         .user_fp_stack = o.unwind != UNWIND_DWARF,
         .children = o.children,
+        .prog_stats = o.stats,
         .ring_size = o.ring_size,
         .verbose = o.verbose,
     };

@@ -28,6 +28,7 @@ struct sampler {
     int *perf_fds;
     struct bpf_link **links;
     struct bpf_link *fork_link;
+    int stats_fd;
     unsigned nlinks;
     unsigned ncpus_possible;
     unsigned ncpus_online;
@@ -94,6 +95,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
     if (!s)
         return -ENOMEM;
     s->opts = *o;
+    s->stats_fd = -1;
     s->fn = fn;
     s->ctx = ctx;
     libbpf_verbose = o->verbose;
@@ -130,6 +132,10 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
         err = -errno ? -errno : -ENOMEM;
         goto fail;
     }
+    /* Run-time statistics stay on while this fd is open (and for every program on the system,
+     * which is why they are opt-in); a failure only costs the two stats keys. */
+    if (o->prog_stats)
+        s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
     if (stage)
         *stage = SAMPLER_STAGE_NONE;
     *out = s;
@@ -284,6 +290,16 @@ int sampler_counters(struct sampler *s, struct sampler_counters *out)
     out->lost = sums[SAMPLE_CNT_LOST];
     out->copy_err = sums[SAMPLE_CNT_COPY_ERR];
     out->copy_retry = sums[SAMPLE_CNT_COPY_RETRY];
+    out->prog_runs = out->prog_time_ns = 0;
+    if (s->stats_fd >= 0) {
+        struct bpf_prog_info info = {0};
+        __u32 len = sizeof(info);
+
+        if (!bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.sample), &info, &len)) {
+            out->prog_runs = info.run_cnt;
+            out->prog_time_ns = info.run_time_ns;
+        }
+    }
     return 0;
 }
 
@@ -324,6 +340,8 @@ void sampler_close(struct sampler *s)
     if (!s)
         return;
     sampler_detach(s);
+    if (s->stats_fd >= 0)
+        close(s->stats_fd);
     free(s->links);
     free(s->perf_fds);
     ring_buffer__free(s->rb);

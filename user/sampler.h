@@ -21,6 +21,7 @@ struct sampler_opts {
     bool kernel_stack;   /* record kernel stacks */
     bool user_fp_stack;  /* record the frame-pointer chain */
     bool children;       /* processes forked by a target become targets */
+    bool prog_stats;     /* have the kernel time the program (global while sampling) */
     size_t ring_size;    /* bytes, 0: chosen from frequency and record size */
     bool verbose;        /* libbpf messages to stderr */
 };
@@ -39,10 +40,12 @@ enum sampler_stage {
 };
 
 struct sampler_counters {
-    uint64_t matched;    /* samples of targets seen in the kernel */
-    uint64_t lost;       /* dropped: ring buffer full */
-    uint64_t copy_err;   /* no stack copy */
-    uint64_t copy_retry; /* copy needed a smaller size */
+    uint64_t matched;      /* samples of targets seen in the kernel */
+    uint64_t lost;         /* dropped: ring buffer full */
+    uint64_t copy_err;     /* no stack copy */
+    uint64_t copy_retry;   /* copy needed a smaller size */
+    uint64_t prog_runs;    /* program runs, every tick of every CPU (prog_stats) */
+    uint64_t prog_time_ns; /* their total run time (prog_stats) */
 };
 
 struct sampler;
