@@ -104,7 +104,7 @@ if "$S" -q -F 1000 -d 10 --stats --threads -o "$TMP/loss.folded" -- "$P/callgrap
     lost=$(awk '$1 == "lost:" { print $2 }' "$TMP/loss.err")
     cpu=$(awk '$1 == "collector_cpu_us_per_sample:" { print $2 }' "$TMP/loss.err")
     echo "# loss: samples=$samples lost=$lost collector_cpu_us_per_sample=$cpu"
-    check "loss: samples counted ($samples)" [ "${samples:-0}" -gt 1000 ]
+    check "loss: samples counted ($samples)" [ "${samples:-0}" -gt 500 ]
     check "loss: < 0.1% lost ($lost of $samples; collector_cpu_us_per_sample $cpu)" \
         awk -v l="$lost" -v s="$samples" 'BEGIN { exit !(l < 0.001 * (s + l)) }'
     for key in samples lost unwind_errors duration_s collector_cpu_us_per_sample; do
