@@ -179,8 +179,7 @@ static int add_symbols(struct elf_file *f, Elf *e, Elf64_Word type)
             if (!gelf_getsym(d, (int)i, &sym))
                 continue;
             int t = GELF_ST_TYPE(sym.st_info);
-            if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-                !sym.st_value)
+            if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
                 continue;
             const char *name = elf_strptr(e, sh.sh_link, sym.st_name);
             if (!name || !*name)
@@ -260,8 +259,7 @@ static void find_debug(struct elf_file *f, const char *root, const char *path)
 {
     char buf[4096];
     if (f->build_id_len >= 2) {
-        int n = snprintf(buf, sizeof(buf), "%s/usr/lib/debug/.build-id/%02x/", root,
-                         f->build_id[0]);
+        int n = snprintf(buf, sizeof(buf), "%s/usr/lib/debug/.build-id/%02x/", root, f->build_id[0]);
         for (size_t i = 1; i < f->build_id_len && n < (int)sizeof(buf) - 8; i++)
             n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%02x", f->build_id[i]);
         snprintf(buf + n, sizeof(buf) - (size_t)n, ".debug");
@@ -299,8 +297,8 @@ static int read_loads(struct elf_file *f)
     for (size_t i = 0; i < n; i++) {
         GElf_Phdr ph;
         if (gelf_getphdr(f->main.elf, (int)i, &ph) && ph.p_type == PT_LOAD)
-            f->loads[f->nloads++] = (struct load){ph.p_vaddr, ph.p_offset, ph.p_filesz,
-                                                  ph.p_memsz, (ph.p_flags & PF_X) != 0};
+            f->loads[f->nloads++] =
+                (struct load){ph.p_vaddr, ph.p_offset, ph.p_filesz, ph.p_memsz, (ph.p_flags & PF_X) != 0};
     }
     return 0;
 }
@@ -313,8 +311,8 @@ static void read_cfi(struct elf_file *f)
     if (d && d->d_size) {
         Elf_Scn *hs = find_section(f->main.elf, ".eh_frame_hdr", &hsh);
         Elf_Data *hd = hs ? section_data(hs, &hsh) : NULL;
-        if (!cfi_table_init(&f->cfi, d->d_buf, d->d_size, sh.sh_addr, false,
-                            hd ? hd->d_buf : NULL, hd ? hd->d_size : 0, hd ? hsh.sh_addr : 0)) {
+        if (!cfi_table_init(&f->cfi, d->d_buf, d->d_size, sh.sh_addr, false, hd ? hd->d_buf : NULL,
+                            hd ? hd->d_size : 0, hd ? hsh.sh_addr : 0)) {
             f->has_cfi = true;
             return;
         }
@@ -340,8 +338,7 @@ static int load(struct elf_file *f, const char *root)
         find_debug(f, root ? root : "", f->name);
     Elf *symsrc = f->debug.elf ? f->debug.elf : f->main.elf;
     f->from_debug = f->debug.elf != NULL;
-    if ((err = add_symbols(f, symsrc, SHT_SYMTAB)) ||
-        (err = add_symbols(f, f->main.elf, SHT_DYNSYM)))
+    if ((err = add_symbols(f, symsrc, SHT_SYMTAB)) || (err = add_symbols(f, f->main.elf, SHT_DYNSYM)))
         return err;
     sort_symbols(f);
     read_cfi(f);
@@ -379,20 +376,19 @@ static struct elf_file *cache_find(struct elfsym_cache *c, const struct elf_file
 {
     for (size_t i = 0; i < c->n; i++) {
         struct elf_file *f = c->v[i];
-        if (key->build_id_len ? f->build_id_len == key->build_id_len &&
-                                    !memcmp(f->build_id, key->build_id, key->build_id_len)
-                              : !f->build_id_len && f->dev == key->dev && f->ino == key->ino &&
-                                    f->fsize == key->fsize &&
-                                    f->mtime.tv_sec == key->mtime.tv_sec &&
-                                    f->mtime.tv_nsec == key->mtime.tv_nsec)
+        if (key->build_id_len
+                ? f->build_id_len == key->build_id_len &&
+                      !memcmp(f->build_id, key->build_id, key->build_id_len)
+                : !f->build_id_len && f->dev == key->dev && f->ino == key->ino && f->fsize == key->fsize &&
+                      f->mtime.tv_sec == key->mtime.tv_sec && f->mtime.tv_nsec == key->mtime.tv_nsec)
             return f;
     }
     return NULL;
 }
 
 /* Finishes opening f (main image set): cache hit returns the cached file instead. */
-static int finish_open(struct elfsym_cache *c, struct elf_file *f, const char *name,
-                       const char *root, struct elf_file **out)
+static int finish_open(struct elfsym_cache *c, struct elf_file *f, const char *name, const char *root,
+                       struct elf_file **out)
 {
     f->refs = 1;
     f->build_id_len = read_build_id(f->main.elf, f->build_id);
@@ -412,8 +408,7 @@ static int finish_open(struct elfsym_cache *c, struct elf_file *f, const char *n
     return 0;
 }
 
-int elfsym_open(struct elfsym_cache *c, int fd, const char *name, const char *root,
-                struct elf_file **out)
+int elfsym_open(struct elfsym_cache *c, int fd, const char *name, const char *root, struct elf_file **out)
 {
     struct elf_file *f = calloc(1, sizeof(*f));
     if (!f)
@@ -440,8 +435,7 @@ int elfsym_open_image(struct elfsym_cache *c, void *image, size_t size, const ch
         return -ENOMEM;
     }
     f->main = (struct image){image, size, false, elf_memory(image, size)};
-    if (!f->main.elf || elf_kind(f->main.elf) != ELF_K_ELF ||
-        gelf_getclass(f->main.elf) != ELFCLASS64) {
+    if (!f->main.elf || elf_kind(f->main.elf) != ELF_K_ELF || gelf_getclass(f->main.elf) != ELFCLASS64) {
         file_free(f);
         return -ENOEXEC;
     }

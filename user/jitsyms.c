@@ -63,8 +63,8 @@ static void region_cfi(struct cfi_table *t, const struct jitread_region *r)
     if (!r->eh_frame || !r->eh_frame_size)
         return;
     uint64_t eh = r->addr + JITDUMP_ALIGN8(r->size);
-    if (cfi_table_init(t, r->eh_frame, r->eh_frame_size, eh, false, r->eh_frame_hdr,
-                       r->eh_frame_hdr_size, eh + r->eh_frame_size) < 0)
+    if (cfi_table_init(t, r->eh_frame, r->eh_frame_size, eh, false, r->eh_frame_hdr, r->eh_frame_hdr_size,
+                       eh + r->eh_frame_size) < 0)
         memset(t, 0, sizeof(*t));
 }
 
@@ -124,9 +124,10 @@ static int rebuild(struct jitsyms *j)
         if (s->is_dump) {
             for (size_t k = 0; k < s->dump.nregions; k++) {
                 const struct jitread_region *r = &s->dump.regions[k];
-                c[n++] = (struct cand){{r->addr, r->addr + r->size, r->name,
-                                        s->tables[k].data ? &s->tables[k] : NULL},
-                                       1, seq++};
+                c[n++] = (struct cand){
+                    {r->addr, r->addr + r->size, r->name, s->tables[k].data ? &s->tables[k] : NULL},
+                    1,
+                    seq++};
             }
         } else {
             for (size_t k = 0; k < s->pm.n; k++) {

@@ -48,7 +48,8 @@ struct proc {
     struct retired *retired;
     struct jitsyms *jit;
     struct unwind_cache *ucache;
-    uint64_t last_refresh_ns;
+    uint64_t last_refresh_ns, last_jit_ns;
+    const struct map_entry *last; /* the mapping found last: frames cluster in few modules */
     struct proc_stats stats;
     bool counted; /* holds a use of shared_cache */
 };
@@ -126,8 +127,8 @@ void proc_close(struct proc *p)
 
 static bool same_file(const struct map_entry *a, const struct map_entry *b)
 {
-    return a->inode == b->inode && a->dev_major == b->dev_major &&
-           a->dev_minor == b->dev_minor && a->deleted == b->deleted && !strcmp(a->path, b->path);
+    return a->inode == b->inode && a->dev_major == b->dev_major && a->dev_minor == b->dev_minor &&
+           a->deleted == b->deleted && !strcmp(a->path, b->path);
 }
 
 int proc_refresh(struct proc *p)
@@ -168,7 +169,8 @@ int proc_refresh(struct proc *p)
     p->retired = r;
     p->maps = m;
     p->mods = mods;
-    p->last_refresh_ns = now_ns();
+    p->last = NULL;
+    p->last_refresh_ns = p->last_jit_ns = now_ns();
     p->stats.refreshes++;
     err = jitsyms_load(p->jit, p->pid, &p->maps, p->root);
     return err == -ENOMEM ? err : 0;
@@ -259,7 +261,12 @@ static void load_mod(struct proc *p, size_t i)
 /* The mapping of ip (refreshing once when ip is outside all of them), or NULL. */
 static const struct map_entry *find_map(struct proc *p, uint64_t ip, size_t *idx)
 {
-    const struct map_entry *e = maps_find(&p->maps, ip);
+    const struct map_entry *e = p->last;
+    if (e && ip - e->start < e->end - e->start) {
+        *idx = (size_t)(e - p->maps.v);
+        return e; /* its module was loaded (or tried) when it became `last` */
+    }
+    e = maps_find(&p->maps, ip);
     if (!e && now_ns() - p->last_refresh_ns > REFRESH_MIN_NS && proc_refresh(p) == 0)
         e = maps_find(&p->maps, ip);
     if (!e)
@@ -267,7 +274,26 @@ static const struct map_entry *find_map(struct proc *p, uint64_t ip, size_t *idx
     *idx = (size_t)(e - p->maps.v);
     if (p->mods[*idx].state == MOD_UNLOADED)
         load_mod(p, *idx);
+    p->last = e;
     return e;
+}
+
+/* The JIT region holding ip. An address in anonymous executable memory that no region names
+ * may be code published since the last read: re-read the JIT files (rate-limited; unchanged
+ * files cost one stat each). */
+static const struct jitsym *find_jit(struct proc *p, uint64_t ip, const struct map_entry *e)
+{
+    const struct jitsym *js = jitsyms_find(p->jit, ip);
+    if (js || !e || maps_is_file(e) || !(e->prot & MAPS_X))
+        return js;
+    uint64_t now = now_ns();
+    if (now - p->last_jit_ns < REFRESH_MIN_NS)
+        return NULL;
+    p->last_jit_ns = now;
+    p->stats.jit_reloads++;
+    if (jitsyms_load(p->jit, p->pid, &p->maps, p->root) < 0)
+        return NULL;
+    return jitsyms_find(p->jit, ip);
 }
 
 /* -- Symbols ------------------------------------------------------------------------------- */
@@ -278,7 +304,7 @@ int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out)
     out->kind = FRAME_NATIVE;
     size_t i;
     const struct map_entry *e = find_map(p, ip, &i);
-    const struct jitsym *js = jitsyms_find(p->jit, ip);
+    const struct jitsym *js = find_jit(p, ip, e);
     if (js && (!e || !maps_is_file(e) || e->deleted)) {
         out->name = js->name;
         out->offset = ip - js->start;
@@ -304,13 +330,23 @@ int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out)
     return 0;
 }
 
+int proc_symbolize_ret(struct proc *p, uint64_t ret, struct symres *out)
+{
+    int err = proc_symbolize(p, ret - 1, out);
+    if (err || out->name)
+        return err;
+    struct symres at;
+    if (proc_symbolize(p, ret, &at) == 0 && at.name && at.offset == 0)
+        *out = at;
+    return 0;
+}
+
 int proc_format(const struct symres *r, char *buf, size_t size)
 {
     if (r->name)
         return snprintf(buf, size, "%s", r->name);
     if (r->module)
-        return snprintf(buf, size, "%s+0x%llx", maps_basename(r->module),
-                        (unsigned long long)r->offset);
+        return snprintf(buf, size, "%s+0x%llx", maps_basename(r->module), (unsigned long long)r->offset);
     return snprintf(buf, size, "[unknown]");
 }
 
@@ -326,7 +362,7 @@ static int find_cfi(void *arg, uint64_t ip, const struct cfi_table **cfi, uint64
         *bias = p->mods[i].bias;
         return 0;
     }
-    const struct jitsym *js = jitsyms_find(p->jit, ip);
+    const struct jitsym *js = find_jit(p, ip, e);
     if (js) {
         *cfi = js->cfi;
         *bias = 0;
@@ -340,12 +376,10 @@ static int find_cfi(void *arg, uint64_t ip, const struct cfi_table **cfi, uint64
     return -ENOENT;
 }
 
-int proc_unwind(struct proc *p, enum unwind_mode mode, const struct unwind_regs *regs,
-                const uint8_t *stack, size_t stack_len, uint64_t stack_addr, uint64_t *ips,
-                size_t max, unsigned *stop)
+int proc_unwind(struct proc *p, enum unwind_mode mode, const struct unwind_regs *regs, const uint8_t *stack,
+                size_t stack_len, uint64_t stack_addr, uint64_t *ips, size_t max, unsigned *stop)
 {
-    return unwind_stack(p->ucache, find_cfi, p, mode, regs, stack, stack_len, stack_addr, ips,
-                        max, stop);
+    return unwind_stack(p->ucache, find_cfi, p, mode, regs, stack, stack_len, stack_addr, ips, max, stop);
 }
 
 void proc_get_stats(const struct proc *p, struct proc_stats *out)

@@ -14,8 +14,7 @@
 
 /* Module of ip: 0 with *cfi (NULL when the module has no CFI) and *bias (runtime - link-time
  * address), or -ENOENT when ip is in no executable mapping. */
-typedef int (*unwind_find_fn)(void *arg, uint64_t ip, const struct cfi_table **cfi,
-                              uint64_t *bias);
+typedef int (*unwind_find_fn)(void *arg, uint64_t ip, const struct cfi_table **cfi, uint64_t *bias);
 
 struct unwind_stats {
     uint64_t unwinds, frames;
@@ -33,7 +32,7 @@ const struct unwind_stats *unwind_cache_stats(const struct unwind_cache *c);
 
 /* Same contract as proc_unwind (proc.h). */
 int unwind_stack(struct unwind_cache *c, unwind_find_fn find, void *arg, enum unwind_mode mode,
-                 const struct unwind_regs *regs, const uint8_t *stack, size_t stack_len,
-                 uint64_t stack_addr, uint64_t *ips, size_t max, unsigned *stop);
+                 const struct unwind_regs *regs, const uint8_t *stack, size_t stack_len, uint64_t stack_addr,
+                 uint64_t *ips, size_t max, unsigned *stop);
 
 #endif

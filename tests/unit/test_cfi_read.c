@@ -22,7 +22,7 @@
 
 #include "cfi_read.h"
 
-#define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
+#define LIBC  "/usr/lib/x86_64-linux-gnu/libc.so.6"
 #define PY311 "/usr/bin/python3.11"
 
 /* -- Section bytes via libelf ---------------------------------------------------------------- */
@@ -61,9 +61,8 @@ static bool load_section(const char *path, const char *name, struct sect *out)
 
 /* -- readelf's table ------------------------------------------------------------------------ */
 
-static const char *const REGNAMES[CFI_NREGS] = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi",
-                                                "rbp", "rsp", "r8",  "r9",  "r10", "r11",
-                                                "r12", "r13", "r14", "r15", "ra"};
+static const char *const REGNAMES[CFI_NREGS] = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
+                                                "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "ra"};
 
 static int regnum(const char *s)
 {
@@ -150,21 +149,19 @@ static void check_fde(const struct cfi_table *ct, uint64_t lo, uint64_t hi, cons
                 fail_msg("%s: pc %#llx: cfi_find_row %d", what, (unsigned long long)probes[p], err);
             if (!cfa_matches(t->rows[i].cells[0], &row))
                 fail_msg("%s: pc %#llx: CFA readelf %s, ours kind %d reg %d off %lld", what,
-                         (unsigned long long)probes[p], t->rows[i].cells[0], row.cfa_kind,
-                         row.cfa_reg, (long long)row.cfa_off);
+                         (unsigned long long)probes[p], t->rows[i].cells[0], row.cfa_kind, row.cfa_reg,
+                         (long long)row.cfa_off);
             for (int c = 0; c < t->ncols; c++) {
                 int reg = t->cols[c];
                 if (reg < 0 || reg >= CFI_NREGS)
                     continue;
                 if (!rule_matches(t->rows[i].cells[c + 1], &row.reg[reg]))
                     fail_msg("%s: pc %#llx: %s readelf %s, ours kind %d off %lld", what,
-                             (unsigned long long)probes[p], REGNAMES[reg],
-                             t->rows[i].cells[c + 1], row.reg[reg].kind,
-                             (long long)row.reg[reg].off);
+                             (unsigned long long)probes[p], REGNAMES[reg], t->rows[i].cells[c + 1],
+                             row.reg[reg].kind, (long long)row.reg[reg].off);
             }
             if (p == 0 && (row.pc_start > probes[0] || row.pc_end <= probes[0]))
-                fail_msg("%s: pc %#llx outside its row's range", what,
-                         (unsigned long long)probes[0]);
+                fail_msg("%s: pc %#llx outside its row's range", what, (unsigned long long)probes[0]);
             st->probes++;
         }
     }
@@ -176,7 +173,7 @@ static void parse_header(const char *line, struct table *t)
     snprintf(buf, sizeof(buf), "%s", line);
     t->ncols = 0;
     char *save, *tok = strtok_r(buf, " \n", &save); /* LOC */
-    tok = strtok_r(NULL, " \n", &save);              /* CFA */
+    tok = strtok_r(NULL, " \n", &save);             /* CFA */
     while ((tok = strtok_r(NULL, " \n", &save)) && t->ncols < 19)
         t->cols[t->ncols++] = regnum(tok);
 }
@@ -215,29 +212,29 @@ static struct stats compare_readelf(const char *path, const char *section, const
     unsigned long long lo = 0, hi = 0;
     unsigned long cie_ref = 0;
     char what[128];
-#define FLUSH()                                                                                  \
-    do {                                                                                         \
-        if (in_fde) {                                                                            \
-            const struct table *tt = &cur;                                                       \
-            for (size_t k = 0; !cur.nrows && k < ncies; k++)                                     \
-                if (cies[k].off == cie_ref)                                                      \
-                    tt = &cies[k].t;                                                             \
-            check_fde(ct, lo, hi, tt, what, &st);                                                \
-            free(cur.rows);                                                                      \
-        } else if (in_cie && ncies < 64) {                                                       \
-            cies[ncies - 1].t = cur;                                                             \
-        } else {                                                                                 \
-            free(cur.rows);                                                                      \
-        }                                                                                        \
-        memset(&cur, 0, sizeof(cur));                                                            \
-        in_fde = in_cie = false;                                                                 \
+#define FLUSH()                                                                                              \
+    do {                                                                                                     \
+        if (in_fde) {                                                                                        \
+            const struct table *tt = &cur;                                                                   \
+            for (size_t k = 0; !cur.nrows && k < ncies; k++)                                                 \
+                if (cies[k].off == cie_ref)                                                                  \
+                    tt = &cies[k].t;                                                                         \
+            check_fde(ct, lo, hi, tt, what, &st);                                                            \
+            free(cur.rows);                                                                                  \
+        } else if (in_cie && ncies < 64) {                                                                   \
+            cies[ncies - 1].t = cur;                                                                         \
+        } else {                                                                                             \
+            free(cur.rows);                                                                                  \
+        }                                                                                                    \
+        memset(&cur, 0, sizeof(cur));                                                                        \
+        in_fde = in_cie = false;                                                                             \
     } while (0)
     while (fgets(line, sizeof(line), fp)) {
         if (!strncmp(line, "Contents of the ", 16)) {
             FLUSH();
             /* the first one only: readelf goes on into the debug file (.gnu_debuglink) */
-            in_section = !seen && !strncmp(line + 16, section, strlen(section)) &&
-                         line[16 + strlen(section)] == ' ';
+            in_section =
+                !seen && !strncmp(line + 16, section, strlen(section)) && line[16 + strlen(section)] == ' ';
             seen |= in_section;
             continue;
         }
@@ -245,8 +242,7 @@ static struct stats compare_readelf(const char *path, const char *section, const
             continue;
         unsigned long off, len, id;
         char kind[8];
-        if (sscanf(line, "%lx %lx %lx %7s", &off, &len, &id, kind) == 4 &&
-            line[0] != ' ') {
+        if (sscanf(line, "%lx %lx %lx %7s", &off, &len, &id, kind) == 4 && line[0] != ' ') {
             FLUSH();
             if (!strcmp(kind, "CIE") && ncies < 64) {
                 in_cie = true;
@@ -286,13 +282,11 @@ static void check_file(const char *path, size_t min_fdes)
     assert_true(load_section(path, ".eh_frame", &eh));
     assert_true(load_section(path, ".eh_frame_hdr", &hdr));
     struct cfi_table t;
-    assert_int_equal(cfi_table_init(&t, eh.data, eh.size, eh.addr, false, hdr.data, hdr.size,
-                                    hdr.addr),
-                     0);
+    assert_int_equal(cfi_table_init(&t, eh.data, eh.size, eh.addr, false, hdr.data, hdr.size, hdr.addr), 0);
     assert_non_null(t.hdr_table); /* the binary search table in the file is used */
     struct stats st = compare_readelf(path, ".eh_frame", "frames-interp", &t);
-    print_message("# %s: %zu FDEs, %zu rows, %zu lookups agree with readelf\n", path, st.fdes,
-                  st.rows, st.probes);
+    print_message("# %s: %zu FDEs, %zu rows, %zu lookups agree with readelf\n", path, st.fdes, st.rows,
+                  st.probes);
     assert_true(st.fdes >= min_fdes);
 
     /* The own index finds the same FDEs as the header's table. */
@@ -331,9 +325,7 @@ static void test_plt_expression(void **state)
     assert_true(load_section(LIBC, ".eh_frame_hdr", &hdr));
     assert_true(load_section(LIBC, ".plt", &plt));
     struct cfi_table t;
-    assert_int_equal(cfi_table_init(&t, eh.data, eh.size, eh.addr, false, hdr.data, hdr.size,
-                                    hdr.addr),
-                     0);
+    assert_int_equal(cfi_table_init(&t, eh.data, eh.size, eh.addr, false, hdr.data, hdr.size, hdr.addr), 0);
     int exprs = 0;
     for (uint64_t pc = plt.addr + 16; pc < plt.addr + plt.size && pc < plt.addr + 256; pc++) {
         struct cfi_row row;
@@ -344,13 +336,12 @@ static void test_plt_expression(void **state)
         regs[CFI_REG_RSP] = 0x7ffc0000;
         regs[CFI_REG_RIP] = pc;
         uint32_t valid = 1u << CFI_REG_RSP | 1u << CFI_REG_RIP;
-        assert_int_equal(cfi_eval_expr(row.cfa_expr, row.cfa_expr_len, regs, valid, false, 0,
-                                       read_none, NULL, &cfa),
-                         0);
+        assert_int_equal(
+            cfi_eval_expr(row.cfa_expr, row.cfa_expr_len, regs, valid, false, 0, read_none, NULL, &cfa), 0);
         assert_int_equal(cfa, 0x7ffc0000 + 8 + ((pc & 15) >= 11) * 8);
         /* without rip the expression cannot be evaluated */
-        assert_int_equal(cfi_eval_expr(row.cfa_expr, row.cfa_expr_len, regs, 1u << CFI_REG_RSP,
-                                       false, 0, read_none, NULL, &cfa),
+        assert_int_equal(cfi_eval_expr(row.cfa_expr, row.cfa_expr_len, regs, 1u << CFI_REG_RSP, false, 0,
+                                       read_none, NULL, &cfa),
                          -EINVAL);
         exprs++;
     }
@@ -376,9 +367,8 @@ static void test_debug_frame(void **state)
           "}\n",
           fp);
     fclose(fp);
-    snprintf(cmd, sizeof(cmd),
-             "gcc -O2 -g -fno-asynchronous-unwind-tables -fno-omit-frame-pointer -o %s %s", obj,
-             src);
+    snprintf(cmd, sizeof(cmd), "gcc -O2 -g -fno-asynchronous-unwind-tables -fno-omit-frame-pointer -o %s %s",
+             obj, src);
     assert_int_equal(system(cmd), 0);
     struct sect df;
     assert_true(load_section(obj, ".debug_frame", &df));
@@ -408,8 +398,8 @@ static const uint8_t HAND[] = {
     0x24, 0, 0, 0, 0x1c, 0, 0, 0,
     /* pc_begin pcrel: field at 0x1000+0x20 -> 0x2000 - 0x1020 = 0xfe0 */
     0xe0, 0x0f, 0, 0, 0x40, 0, 0, 0, 0, /* range 0x40, aug len 0 */
-    0x41, 0x0e, 16, 0x86, 2, 0x43, 0x0d, 6, 0x44, 0x0a, 0x0c, 7, 8, 0xc6, 0x41, 0x0b, 0x48, 0x07,
-    16, 0, 0, 0, 0,
+    0x41, 0x0e, 16, 0x86, 2, 0x43, 0x0d, 6, 0x44, 0x0a, 0x0c, 7, 8, 0xc6, 0x41, 0x0b, 0x48, 0x07, 16, 0, 0, 0,
+    0,
     /* terminator */
     0, 0, 0, 0};
 
@@ -501,9 +491,7 @@ static void test_malformed(void **state)
     int32_t loc = 0x2000 - 0x3000, fde = 0x7fffffff;
     memcpy(hdr + 12, &loc, 4);
     memcpy(hdr + 16, &fde, 4);
-    assert_int_equal(cfi_table_init(&t, HAND, sizeof(HAND), 0x1000, false, hdr, sizeof(hdr),
-                                    0x3000),
-                     0);
+    assert_int_equal(cfi_table_init(&t, HAND, sizeof(HAND), 0x1000, false, hdr, sizeof(hdr), 0x3000), 0);
     assert_non_null(t.hdr_table);
     assert_int_equal(cfi_find_row(&t, 0x2000, &r), -EINVAL);
     cfi_table_free(&t);
@@ -515,10 +503,8 @@ static void test_expressions(void **state)
     uint64_t regs[CFI_NREGS] = {0}, out;
     regs[CFI_REG_RBP] = 100;
     /* breg6 -4; lit5; mul; const1s -3; plus; dup; drop; lit1; shl => ((100-4)*5-3)<<1 */
-    static const uint8_t e1[] = {0x76, 0x7c, 0x35, 0x1e, 0x09, 0xfd, 0x22, 0x12,
-                                 0x13, 0x31, 0x24};
-    assert_int_equal(cfi_eval_expr(e1, sizeof(e1), regs, 1u << CFI_REG_RBP, false, 0, read_none,
-                                   NULL, &out),
+    static const uint8_t e1[] = {0x76, 0x7c, 0x35, 0x1e, 0x09, 0xfd, 0x22, 0x12, 0x13, 0x31, 0x24};
+    assert_int_equal(cfi_eval_expr(e1, sizeof(e1), regs, 1u << CFI_REG_RBP, false, 0, read_none, NULL, &out),
                      0);
     assert_int_equal(out, ((100 - 4) * 5 - 3) << 1);
     /* with the CFA pushed first: plus_uconst 16 */
@@ -530,8 +516,7 @@ static void test_expressions(void **state)
     assert_int_equal(cfi_eval_expr(e3, sizeof(e3), regs, 0, false, 0, read_none, NULL, &out), 0);
     assert_int_equal(out, 9);
     /* underflow, unknown op, deref failing, branch out of range */
-    static const uint8_t bad1[] = {0x22}, bad2[] = {0xe0}, bad3[] = {0x30, 0x06},
-                         bad4[] = {0x2f, 0x7f, 0};
+    static const uint8_t bad1[] = {0x22}, bad2[] = {0xe0}, bad3[] = {0x30, 0x06}, bad4[] = {0x2f, 0x7f, 0};
     assert_int_equal(cfi_eval_expr(bad1, 1, regs, 0, false, 0, read_none, NULL, &out), -EINVAL);
     assert_int_equal(cfi_eval_expr(bad2, 1, regs, 0, false, 0, read_none, NULL, &out), -EINVAL);
     assert_int_equal(cfi_eval_expr(bad3, 2, regs, 0, false, 0, read_none, NULL, &out), -EFAULT);
@@ -541,9 +526,9 @@ static void test_expressions(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_handwritten),   cmocka_unit_test(test_expressions),
-        cmocka_unit_test(test_malformed),     cmocka_unit_test(test_plt_expression),
-        cmocka_unit_test(test_debug_frame),   cmocka_unit_test(test_libc),
+        cmocka_unit_test(test_handwritten), cmocka_unit_test(test_expressions),
+        cmocka_unit_test(test_malformed),   cmocka_unit_test(test_plt_expression),
+        cmocka_unit_test(test_debug_frame), cmocka_unit_test(test_libc),
         cmocka_unit_test(test_python),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
