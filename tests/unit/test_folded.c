@@ -143,6 +143,37 @@ static void test_threads_hidden_and_merged(void **state)
     free(out);
 }
 
+/* What the writer produced reads back as itself, also for texts that look almost like a form the
+ * reader knows (line 0, leading zeros, perf's _[j]) and for long labels sharing a prefix. */
+static void test_fixed_point(void **state)
+{
+    struct profile *p = *state;
+    char *longa = malloc(6000), *longb = malloc(6000);
+    memset(longa, 'x', 5000);
+    strcpy(longa + 5000, "a (/m.py:1)");
+    memset(longb, 'x', 5000);
+    strcpy(longb + 5000, "b");
+    char *in = malloc(13000);
+    snprintf(in, 13000, "f (/x.py:0);g (/x.py:007);h_[j];k (/x.py:1);_[k] 2\n%s;%s 3\n%s 4\n%s;%s 5\n", longb,
+             longa, longa, longa, longb);
+    assert_int_equal(read_str(p, in, NULL), 0);
+    char *t1 = write_str(p);
+    assert_non_null(strstr(t1, "f (/x.py:0);g (/x.py:007);h_[j];k (/x.py:1);_[k] 2\n"));
+    struct profile q;
+    assert_int_equal(profile_init(&q), 0);
+    assert_int_equal(read_str(&q, t1, NULL), 0);
+    char *t2 = write_str(&q);
+    assert_string_equal(t1, t2);
+    assert_int_equal(leaf_frame(p, "h_[j]")->kind, FRAME_JIT);
+    assert_int_equal(leaf_frame(p, "f (/x.py:0)")->kind, FRAME_NATIVE);
+    free(t1);
+    free(t2);
+    free(in);
+    free(longa);
+    free(longb);
+    profile_free(&q);
+}
+
 static void test_bad_lines(void **state)
 {
     struct profile *p = *state;
@@ -160,12 +191,13 @@ static void test_bad_lines(void **state)
                      "a;b 281474976710657\n"         /* above FOLDED_MAX_COUNT: bad */
                      ";;; 4\n"                       /* empty stack: bad */
                      " 5\n"                          /* empty stack: bad */
-                     "a;b 281474976710656";          /* FOLDED_MAX_COUNT, no newline at the end */
+                     "a;b 281474976710650\n"         /* the total reaches FOLDED_MAX_COUNT */
+                     "a;b 1";                        /* above it: bad (and no newline at the end) */
     assert_int_equal(read_str(p, in, &st), 0);
     assert_int_equal(st.lines, 4);
-    assert_int_equal(st.bad_lines, 7);
+    assert_int_equal(st.bad_lines, 8);
     char *out = write_str(p);
-    assert_string_equal(out, "a;b 281474976710662\n");
+    assert_string_equal(out, "a;b 281474976710656\n");
     free(out);
 }
 
@@ -270,6 +302,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_not_python, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_hidden_and_merged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fixed_point, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_lines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_nul_terminated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_too_deep, setup, teardown),
