@@ -8,16 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-/* A target's mappings are re-read at most this often when an address is not found in them
- * (a JIT or dlopen adds code while we sample). */
-#define REFRESH_MIN_NS 200000000ull
 
 struct target {
     pid_t pid;
     struct proc *proc; /* NULL when proc_open failed */
-    uint64_t last_refresh;
 };
 
 struct thread {
@@ -38,14 +32,6 @@ struct collector {
     uint32_t *frames; /* scratch: one stack */
     uint64_t *ips;    /* scratch: native unwind */
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 int collect_open(struct collector **out, const struct collect_opts *o, struct profile *prof)
 {
@@ -96,6 +82,28 @@ void collect_stats(const struct collector *c, struct collect_stats *out)
     *out = c->st;
 }
 
+void collect_proc_stats(const struct collector *c, struct proc_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < c->ntargets; i++) {
+        struct proc_stats ps;
+
+        if (!c->targets[i].proc)
+            continue;
+        proc_get_stats(c->targets[i].proc, &ps);
+        out->refreshes += ps.refreshes;
+        out->files_opened += ps.files_opened;
+        out->jit_regions += ps.jit_regions;
+        out->jit_reloads += ps.jit_reloads;
+        out->unwinds += ps.unwinds;
+        out->frames += ps.frames;
+        out->row_hits += ps.row_hits;
+        out->row_misses += ps.row_misses;
+        out->fp_steps += ps.fp_steps;
+        out->dwarf_steps += ps.dwarf_steps;
+    }
+}
+
 static struct target *target_get(struct collector *c, pid_t pid)
 {
     struct target *t;
@@ -117,7 +125,6 @@ static struct target *target_get(struct collector *c, pid_t pid)
     t->pid = pid;
     if (proc_open(&t->proc, pid) < 0)
         t->proc = NULL;
-    t->last_refresh = now_ns();
     return t;
 }
 
@@ -186,25 +193,16 @@ static int64_t thread_frame(struct collector *c, const struct sample_event *ev, 
     return f;
 }
 
-/* Interns the frame for one user address (a return address unless leaf). */
+/* Interns the frame for one user address (a return address unless leaf). proc re-reads the
+ * target's mappings and JIT publications itself (rate-limited) when an address is new. */
 static int64_t user_frame(struct collector *c, struct target *t, uint64_t ip, bool leaf)
 {
-    uint64_t addr = leaf ? ip : ip - 1;
     struct symres r = {0};
     char buf[512];
     int err = -ENOENT;
 
-    if (t->proc) {
-        err = proc_symbolize(t->proc, addr, &r);
-        if ((err < 0 || !r.name) && now_ns() - t->last_refresh > REFRESH_MIN_NS) {
-            t->last_refresh = now_ns();
-            c->st.refreshes++;
-            if (proc_refresh(t->proc) == 0) {
-                memset(&r, 0, sizeof(r));
-                err = proc_symbolize(t->proc, addr, &r);
-            }
-        }
-    }
+    if (t->proc)
+        err = leaf ? proc_symbolize(t->proc, ip, &r) : proc_symbolize_ret(t->proc, ip, &r);
     if (err == 0 && r.name)
         return profile_frame(c->prof, r.kind == FRAME_JIT ? FRAME_JIT : FRAME_NATIVE, r.name, r.module, 0);
     c->st.unknown_frames++;

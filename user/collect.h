@@ -33,12 +33,14 @@ struct collect_stats {
     uint64_t frames;           /* native + kernel frames added */
     uint64_t unknown_frames;   /* frames with no symbol (printed as module+0xoff) */
     uint64_t proc_errors;      /* a record of a process that could not be opened */
-    uint64_t refreshes;        /* re-reads of a target's mappings */
     uint64_t threads;          /* distinct threads seen */
     uint64_t stack_copy_bytes; /* sum of copied stack bytes */
 };
 
 struct collector;
+
+/* Sum over the targets' proc handles (refreshes, files opened, CFI row cache, steps). */
+void collect_proc_stats(const struct collector *c, struct proc_stats *out);
 
 int collect_open(struct collector **out, const struct collect_opts *o, struct profile *prof);
 /* Adds one record. Returns 1 when the record's thread was seen for the first time, 0 otherwise,

@@ -524,7 +524,17 @@ static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, 
     fprintf(f, "stack_copy_avg_bytes: %.0f\n", cs.samples ? (double)cs.stack_copy_bytes / cs.samples : 0.0);
     fprintf(f, "stack_ends_known: %" PRIu64 "\n", r->stack_ends_set);
     fprintf(f, "stack_end_map_reads: %" PRIu64 "\n", r->maps_reads);
-    fprintf(f, "map_refreshes: %" PRIu64 "\n", cs.refreshes);
+    struct proc_stats ps;
+
+    collect_proc_stats(r->collector, &ps);
+    fprintf(f, "map_refreshes: %" PRIu64 "\n", ps.refreshes);
+    fprintf(f, "files_opened: %" PRIu64 "\n", ps.files_opened);
+    fprintf(f, "jit_regions: %" PRIu64 "\n", ps.jit_regions);
+    fprintf(f, "jit_reloads: %" PRIu64 "\n", ps.jit_reloads);
+    fprintf(f, "unwind_fp_steps: %" PRIu64 "\n", ps.fp_steps);
+    fprintf(f, "unwind_dwarf_steps: %" PRIu64 "\n", ps.dwarf_steps);
+    fprintf(f, "cfi_row_cache_hit_pct: %.1f\n",
+            ps.row_hits + ps.row_misses ? 100.0 * ps.row_hits / (ps.row_hits + ps.row_misses) : 0.0);
     fprintf(f, "proc_errors: %" PRIu64 "\n", cs.proc_errors);
     fprintf(f, "distinct_stacks: %u\n", r->prof.nnodes);
     fprintf(f, "distinct_frames: %u\n", r->prof.nframes);
