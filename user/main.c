@@ -728,6 +728,10 @@ int main(int argc, char **argv)
                 strerror(-err));
         goto out;
     }
+    if (!o.quiet && strcmp(o.output, "-")) {
+        fprintf(stderr, "pyebpf-sample: wrote %s (%s), ", o.output, output_format_name(fmt));
+        summary_print(&r.prof, stderr, 10);
+    }
     if (o.stats)
         print_stats(stderr, &r, duration, sc.lost, sc.matched, &sc);
     if (!o.quiet && r.prof.meta.samples == 0)

@@ -114,3 +114,8 @@ wait "$reader"
 check "-o FIFO: exit 0, stacks read from the FIFO" \
     bash -c "[ $rc -eq 0 ] && grep -qE 'main;a;b;c [0-9]+$' '$TMP/fifo.out'"
 check "-o FIFO: still a FIFO afterwards" test -p "$TMP/fifo"
+
+# render subcommand: folded → svg through the same binary
+run "$S" -q -F 499 -d 1 -o "$TMP/r.folded" -- "$P/callgraph" 2
+run "$S" render "$TMP/r.folded" -o "$TMP/r.svg"
+check "render: folded → SVG" bash -c "[ $rc -eq 0 ] && grep -q '<svg' '$TMP/r.svg'"
