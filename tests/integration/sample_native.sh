@@ -140,3 +140,22 @@ check "--children: the forked syscalls is sampled" grep -qE '^thread [0-9]+ \(sy
 "$S" -q -F 499 --threads -o "$TMP/noch.folded" -- sh -c "$sh_cmd" 2> /dev/null
 check "no --children: forked processes are not sampled" \
     bash -c "! grep -qE '\((callgraph|syscalls)\)' '$TMP/noch.folded'"
+
+# 8. a real interpreter without frame pointers: DWARF (auto) unwinds CPython's native stack
+# from the eval loop to _start, on the pyenv build (full symbols) and on Debian's stripped
+# python3.11 (dynamic symbols; local functions print as python3.11+0xOFF)
+PY_LOOP='import time
+e = time.time() + 2
+def f():
+    x = 0
+    for i in range(10000): x += i
+while time.time() < e: f()'
+for py in /root/.pyenv/versions/3.11.7/bin/python3.11 /usr/bin/python3.11; do
+    [ -x "$py" ] || { skip "python native stack: $py" "not installed"; continue; }
+    "$S" -q -F 999 -o "$TMP/py.folded" -- "$py" -c "$PY_LOOP" 2> "$TMP/py.err"
+    t=$(sum "$TMP/py.folded" '.')
+    j=$(sum "$TMP/py.folded" '^_start;.*;Py_BytesMain;.*;PyEval_EvalCode;_PyEval_EvalFrameDefault(;|$| )')
+    echo "# $py: $j of $t samples read _start;...;Py_BytesMain;...;_PyEval_EvalFrameDefault"
+    check "python native stack ($py): _start → Py_BytesMain → eval loop in >= 80% ($j/$t)" \
+        awk -v j="$j" -v t="$t" 'BEGIN { exit !(t > 50 && j >= 0.8 * t) }'
+done
