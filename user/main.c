@@ -11,8 +11,6 @@
  * the duration ends or a signal arrives → write the profile → print stats → clean up.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -25,36 +23,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "collect.h"
 #include "maps.h"
 #include "output.h"
 #include "profile.h"
 #include "sampler.h"
+#include "target.h"
 
-#define DEFAULT_FREQUENCY 99 /* Hz; off the common 100 Hz timers so samples do not lock step */
-#define MAX_FREQUENCY     100000
-#define ALIVE_CHECK_NS    100000000ull
-
-struct options {
-    unsigned frequency;
-    double duration;
-    const char *output;
-    const char *format;
-    bool kernel;
-    enum unwind_mode unwind;
-    uint32_t stack_size;
-    bool threads;
-    bool children;
-    bool stats;
-    bool quiet;
-    bool verbose;
-    size_t ring_size;
-    pid_t pid;
-    char **command;
-};
+#define ALIVE_CHECK_NS 100000000ull
 
 struct run {
-    struct options *o;
+    struct cli_options *o;
     struct sampler *sampler;
     struct collector *collector;
     struct profile prof;
@@ -75,299 +55,12 @@ static void on_signal(int sig)
     exiting = 1;
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "Usage: pyebpf-sample [OPTIONS] PID\n"
-            "       pyebpf-sample [OPTIONS] -- COMMAND [ARGS...]\n"
-            "       pyebpf-sample render IN.folded -o OUT [-f FORMAT]\n"
-            "\n"
-            "Samples the stacks (native, JIT and kernel) of a running process or of a command\n"
-            "it launches, with an eBPF program on a cpu-clock perf event on every CPU.\n"
-            "Ctrl-C or SIGTERM stops sampling and writes what was collected.\n"
-            "\n"
-            "Options:\n"
-            "  -F, --frequency HZ    samples per second per CPU (default %u)\n"
-            "  -d, --duration SEC    stop after SEC seconds (default: when the target exits)\n"
-            "  -o, --output FILE     write the profile to FILE (default: stdout, folded)\n"
-            "  -f, --format FMT      folded, svg, speedscope or pprof (default: from the\n"
-            "                        extension of -o: .svg, .json, .pb.gz; else folded)\n"
-            "      --kernel          include kernel frames (suffixed _[k])\n"
-            "      --unwind MODE     fp (frame pointers), dwarf (CFI over a stack copy) or\n"
-            "                        auto (CFI where a module has it; default)\n"
-            "      --stack-size N    bytes of user stack copied per sample for dwarf/auto\n"
-            "                        (default %u, max %u, multiple of 8)\n"
-            "      --threads         a root frame per thread: \"thread TID (comm)\"\n"
-            "      --children        also sample processes the target forks from now on\n"
-            "      --stats           print statistics to stderr as \"key: value\" lines\n"
-            "      --ring-size N     ring buffer bytes (default: from frequency and stack size)\n"
-            "  -q, --quiet           no progress messages\n"
-            "  -v, --verbose         libbpf and verifier messages\n"
-            "  -h, --help            this help\n"
-            "  -V, --version         print the version\n"
-            "\n"
-            "Needs root, or CAP_BPF + CAP_PERFMON (load the program, open CPU-wide events) and\n"
-            "CAP_SYS_PTRACE for processes of other users (read their maps and files).\n",
-            DEFAULT_FREQUENCY, SAMPLE_STACK_COPY_DEFAULT, SAMPLE_STACK_COPY_MAX);
-}
-
-static int parse_uint(const char *s, unsigned long long max, unsigned long long *out)
-{
-    char *end;
-
-    errno = 0;
-    if (!*s || *s == '-')
-        return -EINVAL;
-    *out = strtoull(s, &end, 10);
-    if (errno || *end || *out > max)
-        return -EINVAL;
-    return 0;
-}
-
-/* Returns 0 to run, 1 when done (help, version), -1 on a usage error (message printed). */
-static int parse_options(int argc, char **argv, struct options *o)
-{
-    enum { OPT_KERNEL = 256, OPT_UNWIND, OPT_STACK, OPT_THREADS, OPT_STATS, OPT_RING, OPT_CHILDREN };
-    static const struct option longopts[] = {
-        {"frequency", required_argument, NULL, 'F'},
-        {"duration", required_argument, NULL, 'd'},
-        {"output", required_argument, NULL, 'o'},
-        {"format", required_argument, NULL, 'f'},
-        {"kernel", no_argument, NULL, OPT_KERNEL},
-        {"unwind", required_argument, NULL, OPT_UNWIND},
-        {"stack-size", required_argument, NULL, OPT_STACK},
-        {"threads", no_argument, NULL, OPT_THREADS},
-        {"children", no_argument, NULL, OPT_CHILDREN},
-        {"stats", no_argument, NULL, OPT_STATS},
-        {"ring-size", required_argument, NULL, OPT_RING},
-        {"quiet", no_argument, NULL, 'q'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {0},
-    };
-    unsigned long long v;
-    char *end;
-    int c;
-
-    o->frequency = DEFAULT_FREQUENCY;
-    o->stack_size = SAMPLE_STACK_COPY_DEFAULT;
-    o->unwind = UNWIND_AUTO;
-    o->output = "-";
-    while ((c = getopt_long(argc, argv, "+F:d:o:f:qvhV", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'F':
-            if (parse_uint(optarg, MAX_FREQUENCY, &v) || !v) {
-                fprintf(stderr, "pyebpf-sample: bad frequency '%s' (1..%u Hz)\n", optarg, MAX_FREQUENCY);
-                return -1;
-            }
-            o->frequency = v;
-            break;
-        case 'd':
-            errno = 0;
-            o->duration = strtod(optarg, &end);
-            if (errno || *end || !(o->duration > 0)) {
-                fprintf(stderr, "pyebpf-sample: bad duration '%s' (seconds > 0)\n", optarg);
-                return -1;
-            }
-            break;
-        case 'o':
-            o->output = optarg;
-            break;
-        case 'f':
-            o->format = optarg;
-            break;
-        case OPT_KERNEL:
-            o->kernel = true;
-            break;
-        case OPT_UNWIND:
-            if (!strcmp(optarg, "fp"))
-                o->unwind = UNWIND_FP;
-            else if (!strcmp(optarg, "dwarf"))
-                o->unwind = UNWIND_DWARF;
-            else if (!strcmp(optarg, "auto"))
-                o->unwind = UNWIND_AUTO;
-            else {
-                fprintf(stderr, "pyebpf-sample: bad --unwind '%s' (fp, dwarf or auto)\n", optarg);
-                return -1;
-            }
-            break;
-        case OPT_STACK:
-            if (parse_uint(optarg, SAMPLE_STACK_COPY_MAX, &v) || (v & 7) || v < SAMPLE_STACK_COPY_MIN) {
-                fprintf(stderr, "pyebpf-sample: bad --stack-size '%s' (%u..%u, multiple of 8)\n", optarg,
-                        SAMPLE_STACK_COPY_MIN, SAMPLE_STACK_COPY_MAX);
-                return -1;
-            }
-            o->stack_size = v;
-            break;
-        case OPT_THREADS:
-            o->threads = true;
-            break;
-        case OPT_CHILDREN:
-            o->children = true;
-            break;
-        case OPT_STATS:
-            o->stats = true;
-            break;
-        case OPT_RING:
-            if (parse_uint(optarg, 1ull << 30, &v) || v < 4096) {
-                fprintf(stderr, "pyebpf-sample: bad --ring-size '%s'\n", optarg);
-                return -1;
-            }
-            o->ring_size = v;
-            break;
-        case 'q':
-            o->quiet = true;
-            break;
-        case 'v':
-            o->verbose = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return 1;
-        case 'V':
-            printf("pyebpf-sample %s\n", PYEBPF_VERSION);
-            return 1;
-        default:
-            fprintf(stderr, "Try 'pyebpf-sample --help'.\n");
-            return -1;
-        }
-    }
-    if (optind < argc && !strcmp(argv[optind - 1], "--")) {
-        o->command = &argv[optind];
-    } else if (optind + 1 == argc) {
-        if (parse_uint(argv[optind], INT32_MAX, &v) || !v) {
-            fprintf(stderr,
-                    "pyebpf-sample: '%s' is not a PID (to run a command: "
-                    "pyebpf-sample [OPTIONS] -- COMMAND ARGS...)\n",
-                    argv[optind]);
-            return -1;
-        }
-        o->pid = (pid_t)v;
-    } else {
-        fprintf(stderr, "pyebpf-sample: %s\nTry 'pyebpf-sample --help'.\n",
-                optind < argc ? "give one PID, or -- COMMAND ARGS..." : "missing PID or -- COMMAND");
-        return -1;
-    }
-    return 0;
-}
-
 static uint64_t now_ns(void)
 {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-/* Start time (clock ticks since boot) and state of a process, from /proc/PID/stat. */
-static int proc_stat(pid_t pid, unsigned long long *start, char *state)
-{
-    char path[64], buf[1024];
-    ssize_t n;
-    char *p;
-    int fd;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -ESRCH;
-    buf[n] = 0;
-    p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
-    if (!p || sscanf(p + 2,
-                     "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-                     "%*d %*d %llu",
-                     state, start) != 2)
-        return -EINVAL;
-    return 0;
-}
-
-/* The process (tgid) a thread id belongs to, from /proc/PID/status; pid itself when unknown. */
-static pid_t thread_group(pid_t pid)
-{
-    char path[64], line[256];
-    pid_t tgid = pid;
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    f = fopen(path, "re");
-    if (!f)
-        return pid;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "Tgid: %d", &tgid) == 1)
-            break;
-    fclose(f);
-    return tgid > 0 ? tgid : pid;
-}
-
-/* One line naming why PID cannot be sampled, or 0. */
-static int check_pid(pid_t pid)
-{
-    char path[64];
-
-    if (kill(pid, 0) && errno == ESRCH) {
-        fprintf(stderr, "pyebpf-sample: no process with PID %d\n", (int)pid);
-        return -ESRCH;
-    }
-    snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    if (fd >= 0) {
-        /* Opening passes for anyone; reading is where the ptrace access check applies. */
-        char c;
-        ssize_t n = read(fd, &c, 1);
-        int e = errno;
-
-        close(fd);
-        if (n < 0) {
-            fd = -1;
-            errno = e;
-        }
-    }
-    if (fd < 0) {
-        int err = errno;
-
-        if (err == ENOENT) {
-            fprintf(stderr, "pyebpf-sample: no process with PID %d\n", (int)pid);
-            return -ESRCH;
-        }
-        fprintf(stderr,
-                "pyebpf-sample: no permission to read the memory map of PID %d (%s): "
-                "needs the same user or CAP_SYS_PTRACE\n",
-                (int)pid, strerror(err));
-        return -EPERM;
-    }
-    return 0;
-}
-
-static void command_line(pid_t pid, char **argv, char *buf, size_t size)
-{
-    size_t n = 0;
-
-    buf[0] = 0;
-    if (argv) {
-        for (; *argv && n + 1 < size; argv++)
-            n += snprintf(buf + n, size - n, "%s%s", n ? " " : "", *argv);
-        return;
-    }
-    char path[64];
-    FILE *f;
-    int c;
-
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-    f = fopen(path, "re");
-    if (!f)
-        return;
-    while ((c = fgetc(f)) != EOF && n + 1 < size)
-        buf[n++] = c ? c : ' ';
-    while (n && buf[n - 1] == ' ')
-        n--;
-    buf[n] = 0;
-    fclose(f);
 }
 
 /* output_write replaces files atomically (temporary file + rename), which would put a regular
@@ -446,39 +139,6 @@ static int on_event(void *ctx, const struct sample_event *ev, size_t len)
     return 0;
 }
 
-/* Forks the command stopped on a pipe; go_fd releases it into exec. err_fd reads an errno if
- * exec failed (closed by exec otherwise). */
-static pid_t launch(char **argv, int *go_fd, int *err_fd)
-{
-    int go[2], ep[2];
-    pid_t pid;
-
-    if (pipe2(go, O_CLOEXEC) || pipe2(ep, O_CLOEXEC))
-        return -errno;
-    pid = fork();
-    if (pid < 0)
-        return -errno;
-    if (pid == 0) {
-        char c;
-        int e;
-
-        close(go[1]);
-        close(ep[0]);
-        if (read(go[0], &c, 1) != 1)
-            _exit(127); /* the sampler gave up before attaching */
-        execvp(argv[0], argv);
-        e = errno;
-        if (write(ep[1], &e, sizeof(e)) < 0)
-            _exit(127);
-        _exit(127);
-    }
-    close(go[0]);
-    close(ep[1]);
-    *go_fd = go[1];
-    *err_fd = ep[0];
-    return pid;
-}
-
 static double self_cpu_us(void)
 {
     struct rusage ru;
@@ -542,7 +202,7 @@ static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, 
 
 int main(int argc, char **argv)
 {
-    struct options o = {0};
+    struct cli_options o = {0};
     struct run r = {.o = &o};
     struct collect_opts co;
     struct sampler_opts so;
@@ -560,7 +220,7 @@ int main(int argc, char **argv)
 
     if (argc > 1 && !strcmp(argv[1], "render"))
         return render_main(argc - 1, argv + 1);
-    err = parse_options(argc, argv, &o);
+    err = cli_parse(argc, argv, &o);
     if (err)
         return err > 0 ? 0 : 2;
     if (o.format) {
@@ -572,9 +232,9 @@ int main(int argc, char **argv)
         fmt = output_format_from_path(o.output);
     }
     if (o.pid) {
-        if (check_pid(o.pid))
+        if (target_check(o.pid))
             return 1;
-        pid_t tgid = thread_group(o.pid);
+        pid_t tgid = target_tgid(o.pid);
 
         if (tgid != o.pid) {
             if (!o.quiet)
@@ -582,7 +242,7 @@ int main(int argc, char **argv)
                         (int)o.pid, (int)tgid);
             o.pid = tgid;
         }
-        proc_stat(o.pid, &start_time, &state);
+        target_stat(o.pid, &start_time, &state);
     }
 
     err = profile_init(&r.prof);
@@ -614,7 +274,7 @@ int main(int argc, char **argv)
     }
 
     if (o.command) {
-        child = launch(o.command, &go_fd, &err_fd);
+        child = target_launch(o.command, &go_fd, &err_fd);
         if (child < 0) {
             fprintf(stderr, "pyebpf-sample: cannot start '%s': %s\n", o.command[0], strerror(-child));
             child = 0;
@@ -653,7 +313,7 @@ int main(int argc, char **argv)
             goto out;
         }
     }
-    command_line(o.pid, o.command, cmdline, sizeof(cmdline));
+    target_cmdline(o.pid, o.command, cmdline, sizeof(cmdline));
     if (!o.quiet)
         fprintf(stderr, "pyebpf-sample: sampling PID %d (%s) at %u Hz on %u CPUs%s\n", (int)o.pid, cmdline,
                 o.frequency, sampler_ncpus(r.sampler), o.duration ? "" : "; Ctrl-C to stop");
@@ -697,7 +357,7 @@ int main(int argc, char **argv)
         } else {
             unsigned long long st;
 
-            if (proc_stat(o.pid, &st, &state) || state == 'Z' || state == 'X' || st != start_time) {
+            if (target_stat(o.pid, &st, &state) || state == 'Z' || state == 'X' || st != start_time) {
                 target_gone = true;
                 break;
             }
