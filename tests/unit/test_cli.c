@@ -11,12 +11,22 @@
 #include "cli.h"
 #include "sample.h"
 
-#define PARSE(o, ...)                                                                                        \
-    ({                                                                                                       \
-        char *argv_[] = {"pyebpf-sample", __VA_ARGS__, NULL};                                                \
-        memset(&(o), 0, sizeof(o));                                                                          \
-        cli_parse((int)(sizeof(argv_) / sizeof(argv_[0])) - 1, argv_, &(o));                                 \
-    })
+/* argv lives here, not in the caller's scope: options keep pointers into it. */
+static char *args[32];
+
+static int parse_list(struct cli_options *o, char **list)
+{
+    int n = 0;
+
+    args[n++] = "pyebpf-sample";
+    while (*list && n < 31)
+        args[n++] = *list++;
+    args[n] = NULL;
+    memset(o, 0, sizeof(*o));
+    return cli_parse(n, args, o);
+}
+
+#define PARSE(o, ...) parse_list(&(o), (char *[]){__VA_ARGS__, NULL})
 
 static void test_defaults_with_pid(void **state)
 {
