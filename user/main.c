@@ -354,13 +354,9 @@ int main(int argc, char **argv)
                 target_gone = true;
                 break;
             }
-        } else {
-            unsigned long long st;
-
-            if (target_stat(o.pid, &st, &state) || state == 'Z' || state == 'X' || st != start_time) {
-                target_gone = true;
-                break;
-            }
+        } else if (!target_alive(o.pid, start_time)) {
+            target_gone = true;
+            break;
         }
     }
     double duration = (now_ns() - t0) / 1e9;

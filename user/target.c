@@ -3,7 +3,9 @@
  */
 #include "target.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -160,4 +162,47 @@ pid_t target_launch(char **argv, int *go_fd, int *err_fd)
     *go_fd = go[1];
     *err_fd = ep[0];
     return pid;
+}
+
+/* A thread of pid that is not a zombie (the group leader stays a zombie after pthread_exit
+ * while the other threads run on). */
+static bool any_thread_running(pid_t pid)
+{
+    char path[64];
+    struct dirent *d;
+    bool found = false;
+    DIR *dir;
+
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    dir = opendir(path);
+    if (!dir)
+        return false;
+    while (!found && (d = readdir(dir))) {
+        char p2[128], buf[512], *c, state;
+        FILE *f;
+
+        if (d->d_name[0] == '.')
+            continue;
+        snprintf(p2, sizeof(p2), "/proc/%d/task/%.20s/stat", (int)pid, d->d_name);
+        f = fopen(p2, "re");
+        if (!f)
+            continue;
+        if (fgets(buf, sizeof(buf), f) && (c = strrchr(buf, ')')) && sscanf(c + 2, "%c", &state) == 1)
+            found = state != 'Z' && state != 'X';
+        fclose(f);
+    }
+    closedir(dir);
+    return found;
+}
+
+bool target_alive(pid_t pid, unsigned long long start)
+{
+    unsigned long long now_start;
+    char state;
+
+    if (target_stat(pid, &now_start, &state) || now_start != start)
+        return false; /* gone, or the PID now names another process */
+    if (state == 'Z' || state == 'X')
+        return any_thread_running(pid);
+    return true;
 }

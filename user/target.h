@@ -6,6 +6,7 @@
 #ifndef PYEBPF_TARGET_H
 #define PYEBPF_TARGET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -16,6 +17,9 @@ int target_check(pid_t pid);
 pid_t target_tgid(pid_t pid);
 /* Start time (clock ticks since boot) and state letter of a process, from /proc/PID/stat. */
 int target_stat(pid_t pid, unsigned long long *start, char *state);
+/* Whether the process that had start time `start` still runs: false once it exited, is a
+ * zombie with no live thread, or its PID was reused by another process. */
+bool target_alive(pid_t pid, unsigned long long start);
 /* The command line: argv joined, or /proc/PID/cmdline when argv is NULL ("" if unreadable). */
 void target_cmdline(pid_t pid, char **argv, char *buf, size_t size);
 /* Forks argv held on a pipe: writing a byte to *go_fd releases it into exec; *err_fd then
