@@ -401,7 +401,12 @@ const char *sampler_strerror(enum sampler_stage stage, int err, char *buf, size_
             snprintf(buf, size, "cannot open the BPF program: %s", strerror(-err));
         break;
     case SAMPLER_STAGE_LOAD:
-        if (err == -ENOSYS)
+        if (access("/sys/kernel/btf/vmlinux", R_OK))
+            snprintf(buf, size,
+                     "cannot load the BPF program: the kernel has no BTF (/sys/kernel/btf/vmlinux, "
+                     "CONFIG_DEBUG_INFO_BTF) to relocate it against (%s)%s",
+                     strerror(-err), alt);
+        else if (err == -ENOSYS)
             snprintf(buf, size, "this kernel has no BPF support (bpf() not implemented)%s", alt);
         else if (err == -EPERM)
             snprintf(buf, size,
