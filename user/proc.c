@@ -7,8 +7,9 @@
  * The vDSO is read from the target's memory (/proc/PID/mem); when that is refused, the
  * collector's own vDSO is used: same kernel, same image.
  *
- * Strings handed out (symbol and module names) stay valid until proc_close: refreshed mappings
- * keep the old ones in a retired list instead of freeing them.
+ * Strings handed out stay valid until proc_close with memory bounded by what is distinct: module
+ * paths are interned, JIT names are interned by jitsyms, and files that leave the mappings stay
+ * referenced (their symbol names point into them) in a list of former files.
  */
 #include "proc.h"
 
@@ -24,6 +25,7 @@
 #include "elfsym.h"
 #include "jitsyms.h"
 #include "maps.h"
+#include "strpool.h"
 #include "unwind.h"
 
 enum { MOD_UNLOADED = 0, MOD_OK, MOD_FAILED };
@@ -34,24 +36,37 @@ struct mod {
     int state;
 };
 
-struct retired {
-    struct retired *next;
-    struct maps maps;
-    struct mod *mods;
+/* Symbolised addresses, direct-mapped; a refresh or JIT reload bumps `sym_gen`, which empties it. */
+#define SYMCACHE_BITS 10
+struct symslot {
+    uint64_t ip;
+    uint64_t gen;
+    struct symres r;
 };
 
 struct proc {
     pid_t pid;
     char root[32];
     struct maps maps;
-    struct mod *mods; /* parallel to maps.v */
-    struct retired *retired;
+    struct mod *mods;         /* parallel to maps.v */
+    struct strpool paths;     /* module paths handed out */
+    struct elf_file **former; /* files once mapped, one reference each */
+    size_t nformer;
     struct jitsyms *jit;
     struct unwind_cache *ucache;
     uint64_t last_refresh_ns, last_jit_ns;
     const struct map_entry *last; /* the mapping found last: frames cluster in few modules */
     struct proc_stats stats;
-    bool counted; /* holds a use of shared_cache */
+    struct symslot syms[1u << SYMCACHE_BITS];
+    uint64_t sym_gen;       /* starts at 1: zeroed slots never match */
+    bool counted;           /* holds a use of shared_cache */
+    int mem_fd;             /* /proc/PID/mem, read-only: JIT code shapes, the vDSO */
+    struct cfi_table tramp; /* CFI of the known trampolines (below) */
+    bool tramp_ok;
+    struct {
+        uint64_t ret;
+        uint8_t shape;
+    } anon[256]; /* return addresses in unpublished code: is the caller a known trampoline? */
 };
 
 /* The ELF cache is shared by every proc of the collector (files are keyed by build-id, so a
@@ -61,6 +76,39 @@ static unsigned shared_users;
 
 /* Addresses outside the mappings trigger a re-read at most this often. */
 #define REFRESH_MIN_NS 20000000ull
+
+/* -- Known trampolines without unwinding information ----------------------------------------
+ *
+ * CPython 3.12 (-X perf) and 3.13 (-X perf_jit) wrap each Python function in a copy of
+ *
+ *     [f3 0f 1e fa  endbr64]  48 83 ec 08  sub $8,%rsp;  ff d1  call *%rcx;
+ *                             48 83 c4 08  add $8,%rsp;  c3    ret
+ *
+ * 3.12 publishes it only in the perf map (no CFI, no frame pointer), and 3.13's jitdump reaches
+ * the file late (CPython buffers it). When a region without CFI holds exactly these bytes, the
+ * unwinder uses the CFI below, written for code at address 0 (no endbr) and 0x100 (endbr); the
+ * region's start is the bias.
+ */
+static const uint8_t TRAMP_CODE[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4, 0x08, 0xc3};
+static const uint8_t ENDBR64[] = {0xf3, 0x0f, 0x1e, 0xfa};
+#define TRAMP_ENDBR_AT 0x100
+
+enum { SHAPE_UNKNOWN = 0, SHAPE_OTHER, SHAPE_TRAMP, SHAPE_TRAMP_ENDBR };
+
+static const uint8_t TRAMP_EH[] = {
+    /* CIE at 0: length 16, id 0, version 1, augmentation "", code align 1, data align -8, ra 16,
+     * def_cfa rsp+8, offset rip at cfa-8, nop nop */
+    16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x78, 16, 0x0c, 7, 8, 0x90, 1, 0, 0,
+    /* FDE at 20: length 28, CIE pointer 24, pc 0 range 11 (absptr): advance 4 (after sub);
+     * def_cfa_offset 16; advance 6 (after add); def_cfa_offset 8; nop nop */
+    28, 0, 0, 0, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11, 0, 0, 0, 0, 0, 0, 0, 0x44, 0x0e, 16, 0x46, 0x0e, 8,
+    0, 0,
+    /* FDE at 52: the same after endbr64, pc 0x100 range 15 */
+    28, 0, 0, 0, 56, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 15, 0, 0, 0, 0, 0, 0, 0, 0x48, 0x0e, 16, 0x46, 0x0e, 8,
+    0, 0,
+    /* terminator */
+    0, 0, 0, 0};
+_Static_assert(sizeof(TRAMP_EH) == 20 + 32 + 32 + 4, "trampoline CFI layout");
 
 static uint64_t now_ns(void)
 {
@@ -83,6 +131,10 @@ int proc_open(struct proc **out, pid_t pid)
         return -ENOMEM;
     p->pid = pid;
     snprintf(p->root, sizeof(p->root), "/proc/%d/root", (int)pid);
+    char mem[64];
+    snprintf(mem, sizeof(mem), "/proc/%d/mem", (int)pid);
+    p->mem_fd = open(mem, O_RDONLY | O_CLOEXEC); /* may be refused: JIT shapes and vDSO fall back */
+    p->tramp_ok = cfi_table_init(&p->tramp, TRAMP_EH, sizeof(TRAMP_EH), 0, false, NULL, 0, 0) == 0;
     int err = 0;
     if (!shared_cache)
         err = elfsym_cache_new(&shared_cache);
@@ -109,14 +161,15 @@ void proc_close(struct proc *p)
         return;
     mods_put(p->mods, p->maps.n);
     maps_free(&p->maps);
-    while (p->retired) {
-        struct retired *r = p->retired;
-        p->retired = r->next;
-        mods_put(r->mods, r->maps.n);
-        maps_free(&r->maps);
-        free(r);
-    }
+    for (size_t i = 0; i < p->nformer; i++)
+        elfsym_put(p->former[i]);
+    free(p->former);
+    strpool_free(&p->paths);
     jitsyms_free(p->jit);
+    if (p->tramp_ok)
+        cfi_table_free(&p->tramp);
+    if (p->mem_fd >= 0)
+        close(p->mem_fd);
     unwind_cache_free(p->ucache);
     if (p->counted && --shared_users == 0) {
         elfsym_cache_free(shared_cache);
@@ -131,6 +184,48 @@ static bool same_file(const struct map_entry *a, const struct map_entry *b)
            a->deleted == b->deleted && !strcmp(a->path, b->path);
 }
 
+/* Re-reads the JIT files; tables of replaced files are gone, and with them cached rows. */
+static int load_jit(struct proc *p)
+{
+    int r = jitsyms_load(p->jit, p->pid, &p->maps, p->root);
+    if (r > 0) {
+        unwind_cache_clear(p->ucache);
+        p->sym_gen++;
+    }
+    return r == -ENOMEM ? r : 0;
+}
+
+static bool same_maps(const struct maps *a, const struct maps *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++) {
+        const struct map_entry *x = &a->v[i], *y = &b->v[i];
+        /* paths are interned: equal strings are equal pointers */
+        if (x->start != y->start || x->end != y->end || x->offset != y->offset || x->inode != y->inode ||
+            x->prot != y->prot || x->deleted != y->deleted || x->path != y->path)
+            return false;
+    }
+    return true;
+}
+
+/* Keeps the reference a dropped mapping held, once per file. */
+static void keep_former(struct proc *p, struct elf_file *f)
+{
+    for (size_t i = 0; i < p->nformer; i++)
+        if (p->former[i] == f) {
+            elfsym_put(f);
+            return;
+        }
+    void *v = realloc(p->former, (p->nformer + 1) * sizeof(*p->former));
+    if (!v) {
+        /* out of memory: keep the reference without remembering it (a leak, not a dangle) */
+        return;
+    }
+    p->former = v;
+    p->former[p->nformer++] = f;
+}
+
 int proc_refresh(struct proc *p)
 {
     struct maps m;
@@ -138,12 +233,26 @@ int proc_refresh(struct proc *p)
     if (err)
         return err;
     struct mod *mods = calloc(m.n ? m.n : 1, sizeof(*mods));
-    struct retired *r = calloc(1, sizeof(*r));
-    if (!mods || !r) {
-        free(mods);
-        free(r);
+    if (!mods) {
         maps_free(&m);
         return -ENOMEM;
+    }
+    for (size_t i = 0; i < m.n; i++) {
+        const char *s = strpool_intern(&p->paths, m.v[i].path);
+        if (!s) {
+            free(mods);
+            maps_free(&m);
+            return -ENOMEM;
+        }
+        m.v[i].path = s;
+    }
+    p->last_refresh_ns = p->last_jit_ns = now_ns();
+    p->stats.refreshes++;
+    if (p->mods && same_maps(&m, &p->maps)) {
+        /* Nothing moved: keep the loaded files and the caches. */
+        free(mods);
+        maps_free(&m);
+        return load_jit(p);
     }
     /* Carry loaded files over to mappings that did not change (both lists are sorted). */
     for (size_t i = 0, j = 0; i < m.n && j < p->maps.n;) {
@@ -163,17 +272,16 @@ int proc_refresh(struct proc *p)
             j++;
         }
     }
-    r->maps = p->maps;
-    r->mods = p->mods;
-    r->next = p->retired;
-    p->retired = r;
+    for (size_t j = 0; j < p->maps.n; j++)
+        if (p->mods[j].file)
+            keep_former(p, p->mods[j].file);
+    free(p->mods);
+    maps_free(&p->maps);
     p->maps = m;
     p->mods = mods;
     p->last = NULL;
-    p->last_refresh_ns = p->last_jit_ns = now_ns();
-    p->stats.refreshes++;
-    err = jitsyms_load(p->jit, p->pid, &p->maps, p->root);
-    return err == -ENOMEM ? err : 0;
+    p->sym_gen++;
+    return load_jit(p);
 }
 
 /* -- Loading a mapping's file -------------------------------------------------------------- */
@@ -203,12 +311,7 @@ static int load_vdso(struct proc *p, const struct map_entry *e, struct elf_file 
     void *img = malloc(size);
     if (!img)
         return -ENOMEM;
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/mem", (int)p->pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t got = fd < 0 ? -1 : pread(fd, img, size, (off_t)e->start);
-    if (fd >= 0)
-        close(fd);
+    ssize_t got = p->mem_fd < 0 ? -1 : pread(p->mem_fd, img, size, (off_t)e->start);
     if (got != (ssize_t)size) {
         const void *own = (const void *)getauxval(AT_SYSINFO_EHDR);
         if (!own) {
@@ -278,12 +381,78 @@ static const struct map_entry *find_map(struct proc *p, uint64_t ip, size_t *idx
     return e;
 }
 
+static uint8_t code_shape(struct proc *p, const struct jitsym *js)
+{
+    uint8_t buf[sizeof(ENDBR64) + sizeof(TRAMP_CODE)];
+    uint64_t size = js->end - js->start;
+    size_t want = size >= sizeof(buf) ? sizeof(buf) : sizeof(TRAMP_CODE);
+    if (p->mem_fd < 0 || size < sizeof(TRAMP_CODE) ||
+        pread(p->mem_fd, buf, want, (off_t)js->start) != (ssize_t)want)
+        return SHAPE_OTHER;
+    if (!memcmp(buf, TRAMP_CODE, sizeof(TRAMP_CODE)))
+        return SHAPE_TRAMP;
+    if (want == sizeof(buf) && !memcmp(buf, ENDBR64, sizeof(ENDBR64)) &&
+        !memcmp(buf + sizeof(ENDBR64), TRAMP_CODE, sizeof(TRAMP_CODE)))
+        return SHAPE_TRAMP_ENDBR;
+    return SHAPE_OTHER;
+}
+
+/* CFI for a JIT region that published none, when its code is a known trampoline. */
+static const struct cfi_table *jit_fallback_cfi(struct proc *p, struct jitsym *js, uint64_t *bias)
+{
+    if (!p->tramp_ok)
+        return NULL;
+    if (js->shape == SHAPE_UNKNOWN)
+        js->shape = code_shape(p, js);
+    if (js->shape == SHAPE_TRAMP) {
+        *bias = js->start;
+        return &p->tramp;
+    }
+    if (js->shape == SHAPE_TRAMP_ENDBR) {
+        *bias = js->start - TRAMP_ENDBR_AT;
+        return &p->tramp;
+    }
+    return NULL;
+}
+
+/* A return address in executable memory no region names (3.13's jitdump not flushed yet): if
+ * the bytes before it are a known trampoline's `sub; call`, the trampoline's CFI applies. The
+ * answer is cached per address, so the bytes are read once. */
+static const struct cfi_table *anon_fallback_cfi(struct proc *p, uint64_t ip, uint64_t *bias)
+{
+    enum { CALL_END = 6 }; /* offset of the return address in TRAMP_CODE */
+    if (!p->tramp_ok || p->mem_fd < 0 || ip < 16)
+        return NULL;
+    size_t slot = (size_t)((ip * 0x9e3779b97f4a7c15ull) >> 56);
+    if (p->anon[slot].ret != ip) {
+        uint8_t buf[sizeof(ENDBR64) + sizeof(TRAMP_CODE)];
+        uint64_t at = ip - CALL_END - sizeof(ENDBR64);
+        uint8_t shape = SHAPE_OTHER;
+        if (pread(p->mem_fd, buf, sizeof(buf), (off_t)at) == (ssize_t)sizeof(buf)) {
+            if (!memcmp(buf + sizeof(ENDBR64), TRAMP_CODE, sizeof(TRAMP_CODE)))
+                shape = !memcmp(buf, ENDBR64, sizeof(ENDBR64)) ? SHAPE_TRAMP_ENDBR : SHAPE_TRAMP;
+        }
+        p->anon[slot].ret = ip;
+        p->anon[slot].shape = shape;
+    }
+    uint64_t start = ip - CALL_END;
+    if (p->anon[slot].shape == SHAPE_TRAMP) {
+        *bias = start;
+        return &p->tramp;
+    }
+    if (p->anon[slot].shape == SHAPE_TRAMP_ENDBR) {
+        *bias = start - TRAMP_ENDBR_AT - sizeof(ENDBR64);
+        return &p->tramp;
+    }
+    return NULL;
+}
+
 /* The JIT region holding ip. An address in anonymous executable memory that no region names
  * may be code published since the last read: re-read the JIT files (rate-limited; unchanged
  * files cost one stat each). */
-static const struct jitsym *find_jit(struct proc *p, uint64_t ip, const struct map_entry *e)
+static struct jitsym *find_jit(struct proc *p, uint64_t ip, const struct map_entry *e)
 {
-    const struct jitsym *js = jitsyms_find(p->jit, ip);
+    struct jitsym *js = jitsyms_find(p->jit, ip);
     if (js || !e || maps_is_file(e) || !(e->prot & MAPS_X))
         return js;
     uint64_t now = now_ns();
@@ -291,14 +460,14 @@ static const struct jitsym *find_jit(struct proc *p, uint64_t ip, const struct m
         return NULL;
     p->last_jit_ns = now;
     p->stats.jit_reloads++;
-    if (jitsyms_load(p->jit, p->pid, &p->maps, p->root) < 0)
+    if (load_jit(p) < 0)
         return NULL;
     return jitsyms_find(p->jit, ip);
 }
 
 /* -- Symbols ------------------------------------------------------------------------------- */
 
-int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out)
+static int symbolize(struct proc *p, uint64_t ip, struct symres *out)
 {
     memset(out, 0, sizeof(*out));
     out->kind = FRAME_NATIVE;
@@ -328,6 +497,25 @@ int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out)
         out->kind = FRAME_JIT; /* anonymous executable memory: JIT code nobody named */
     }
     return 0;
+}
+
+int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out)
+{
+    struct symslot *s = &p->syms[(ip * 0x9e3779b97f4a7c15ull) >> (64 - SYMCACHE_BITS)];
+    if (s->ip == ip && s->gen == p->sym_gen) {
+        p->stats.sym_hits++;
+        *out = s->r;
+        return 0;
+    }
+    p->stats.sym_misses++;
+    int err = symbolize(p, ip, out);
+    /* Unnamed code in anonymous memory may be published later: not cached. */
+    if (!err && (out->name || out->kind != FRAME_JIT)) {
+        s->ip = ip;
+        s->gen = p->sym_gen;
+        s->r = *out;
+    }
+    return err;
 }
 
 int proc_symbolize_ret(struct proc *p, uint64_t ret, struct symres *out)
@@ -362,15 +550,17 @@ static int find_cfi(void *arg, uint64_t ip, const struct cfi_table **cfi, uint64
         *bias = p->mods[i].bias;
         return 0;
     }
-    const struct jitsym *js = find_jit(p, ip, e);
+    struct jitsym *js = find_jit(p, ip, e);
     if (js) {
         *cfi = js->cfi;
         *bias = 0;
+        if (!js->cfi)
+            *cfi = jit_fallback_cfi(p, js, bias);
         return 0;
     }
     if (e && (e->prot & MAPS_X)) {
-        *cfi = NULL;
         *bias = 0;
+        *cfi = maps_is_file(e) ? NULL : anon_fallback_cfi(p, ip, bias);
         return 0;
     }
     return -ENOENT;
