@@ -402,9 +402,14 @@ out:
     if (err_fd >= 0)
         close(err_fd);
     if (child_running) {
-        /* Sampling stopped before the command ended (signal, duration): stop it too. */
+        /* Sampling stopped before the command ended (signal, duration): stop it too, but never
+         * hang on a command that ignores SIGTERM. */
         kill(child, SIGTERM);
-        waitpid(child, &child_status, 0);
+        for (int i = 0; i < 200 && waitpid(child, &child_status, WNOHANG) == 0; i++)
+            usleep(10000);
+        if (kill(child, 0) == 0 && waitpid(child, &child_status, WNOHANG) == 0)
+            fprintf(stderr, "pyebpf-sample: command PID %d ignored SIGTERM and is still running\n",
+                    (int)child);
     } else if (child && !target_gone) {
         waitpid(child, &child_status, WNOHANG);
     }
