@@ -63,16 +63,27 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-/* output_write replaces files atomically (temporary file + rename), which would put a regular
- * file in the place of a device or FIFO such as /dev/null or /dev/stdout: those are written in
- * place instead. */
-static int write_profile(const struct profile *p, enum output_format fmt, const char *path)
+/* Whether `path` is written in place: a FIFO or character device (/dev/null) that is not a
+ * symlink, or one of the process's own streams (/dev/stdout, /dev/fd/N, /proc/self/fd/N),
+ * which are symlinks by nature. A symlink planted elsewhere is never followed. */
+static bool write_in_place(const char *path)
 {
     struct stat st;
+
+    if (!strcmp(path, "/dev/stdout") || !strcmp(path, "/dev/stderr") || !strncmp(path, "/dev/fd/", 8) ||
+        !strncmp(path, "/proc/self/fd/", 14))
+        return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode);
+    return lstat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode));
+}
+
+/* output_write replaces files atomically (temporary file + rename), which would put a regular
+ * file in the place of a device or FIFO such as /dev/null: those are written in place. */
+static int write_profile(const struct profile *p, enum output_format fmt, const char *path)
+{
     FILE *f;
     int err;
 
-    if (!strcmp(path, "-") || stat(path, &st) || S_ISREG(st.st_mode))
+    if (!strcmp(path, "-") || !write_in_place(path))
         return output_write(p, fmt, path);
     f = fopen(path, "we");
     if (!f)

@@ -119,3 +119,11 @@ check "-o FIFO: still a FIFO afterwards" test -p "$TMP/fifo"
 run "$S" -q -F 499 -d 1 -o "$TMP/r.folded" -- "$P/callgraph" 2
 run "$S" render "$TMP/r.folded" -o "$TMP/r.svg"
 check "render: folded → SVG" bash -c "[ $rc -eq 0 ] && grep -q '<svg' '$TMP/r.svg'"
+
+# a symlink planted at the output path is replaced, never followed, even to a FIFO
+mkfifo "$TMP/fifo2"
+ln -s "$TMP/fifo2" "$TMP/planted.folded"
+run timeout 20 "$S" -q -F 499 -d 1 -o "$TMP/planted.folded" -- "$P/callgraph" 2
+check "-o planted symlink: replaced by a regular file" \
+    bash -c "[ $rc -eq 0 ] && [ -f '$TMP/planted.folded' ] && [ ! -L '$TMP/planted.folded' ]"
+check "-o planted symlink: its target untouched" test -p "$TMP/fifo2"
