@@ -25,6 +25,10 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 cfg_stack_copy = SAMPLE_STACK_COPY_DEFAULT; /* bytes, 0: no copy */
 const volatile bool cfg_kernel_stack = false;
 const volatile bool cfg_user_fp_stack = true;
+/* The loader's PID namespace when it is not the initial one (0: initial): targets are named by
+ * their PIDs there, so ids are translated before the filter. */
+const volatile __u64 cfg_pidns_dev = 0;
+const volatile __u64 cfg_pidns_ino = 0;
 
 /* Processes to sample (tgid -> unused). Launch mode and child tracking add entries. */
 struct {
@@ -156,6 +160,15 @@ int sample(struct bpf_perf_event_data *ctx)
     struct task_struct *task;
     long n;
 
+    if (cfg_pidns_ino) {
+        struct bpf_pidns_info ns;
+
+        /* fails for tasks outside the namespace: they cannot be targets */
+        if (bpf_get_ns_current_pid_tgid(cfg_pidns_dev, cfg_pidns_ino, &ns, sizeof(ns)))
+            return 0;
+        tgid = ns.tgid;
+        tid = ns.pid;
+    }
     if (!bpf_map_lookup_elem(&targets, &tgid))
         return 0;
     count(SAMPLE_CNT_MATCHED);
@@ -224,7 +237,25 @@ int BPF_PROG(follow_fork, struct task_struct *parent, struct task_struct *child)
     __u32 ptgid = parent->tgid, ctgid = child->tgid;
     __u8 one = 1;
 
-    if (ptgid == ctgid || !bpf_map_lookup_elem(&targets, &ptgid))
+    if (ptgid == ctgid)
+        return 0;
+    if (cfg_pidns_ino) {
+        /* The parent runs the fork: its ids come from the helper; the child, a new process and
+         * its own group leader, is numbered at the same namespace level. */
+        struct bpf_pidns_info ns;
+        struct pid *cpid = child->thread_pid;
+        unsigned int level;
+        struct upid up;
+
+        if (bpf_get_ns_current_pid_tgid(cfg_pidns_dev, cfg_pidns_ino, &ns, sizeof(ns)))
+            return 0;
+        level = BPF_CORE_READ(parent, thread_pid, level);
+        if (level > 32 || bpf_probe_read_kernel(&up, sizeof(up), &cpid->numbers[level]))
+            return 0;
+        ptgid = ns.tgid;
+        ctgid = up.nr;
+    }
+    if (!bpf_map_lookup_elem(&targets, &ptgid))
         return 0;
     bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
     return 0;

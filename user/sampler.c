@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -19,8 +20,9 @@
 
 #include "sample.skel.h"
 
-#define RING_MIN (4u << 20)
-#define RING_MAX (128u << 20)
+#define RING_MIN          (4u << 20)
+#define PROC_PID_INIT_INO 0xEFFFFFFCu /* the initial PID namespace (include/linux/proc_ns.h) */
+#define RING_MAX          (128u << 20)
 
 struct sampler {
     struct sample_bpf *skel;
@@ -116,6 +118,16 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
     s->skel->rodata->cfg_stack_copy = o->stack_copy;
     s->skel->rodata->cfg_kernel_stack = o->kernel_stack;
     s->skel->rodata->cfg_user_fp_stack = o->user_fp_stack;
+    {
+        /* In a PID namespace other than the initial one (a container), the program translates
+         * the kernel's ids into ours. */
+        struct stat ns;
+
+        if (stat("/proc/self/ns/pid", &ns) == 0 && ns.st_ino != PROC_PID_INIT_INO) {
+            s->skel->rodata->cfg_pidns_dev = ns.st_dev;
+            s->skel->rodata->cfg_pidns_ino = ns.st_ino;
+        }
+    }
     bpf_program__set_autoload(s->skel->progs.follow_fork, o->children);
     s->ring_size = o->ring_size ? pow2_at_least(o->ring_size) : choose_ring_size(o, ncpu);
     err = bpf_map__set_max_entries(s->skel->maps.events, s->ring_size);

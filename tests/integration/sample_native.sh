@@ -159,3 +159,18 @@ for py in /root/.pyenv/versions/3.11.7/bin/python3.11 /usr/bin/python3.11; do
     check "python native stack ($py): _start → Py_BytesMain → eval loop in >= 80% ($j/$t)" \
         awk -v j="$j" -v t="$t" 'BEGIN { exit !(t > 50 && j >= 0.8 * t) }'
 done
+
+# 9. run from inside a new PID namespace (as in a container): the program translates the
+# kernel's ids into the namespace's, for the target and for the processes it forks
+if command -v unshare > /dev/null; then
+    unshare --pid --fork --mount-proc "$S" -q -F 999 --threads -o "$TMP/ns.folded" -- \
+        "$P/callgraph" 2 2> "$TMP/ns.err"
+    check "pid namespace: target sampled by its namespace PID" \
+        grep -qE '^thread [0-9] \(callgraph\);.*main;a;b;c [0-9]+$' "$TMP/ns.folded"
+    unshare --pid --fork --mount-proc "$S" -q -F 999 --children --threads -o "$TMP/nsch.folded" \
+        -- sh -c "$P/callgraph 1" 2> /dev/null
+    check "pid namespace: --children follows a fork" \
+        grep -qE '^thread [0-9] \(callgraph\);.*main;a;b;c [0-9]+$' "$TMP/nsch.folded"
+else
+    skip "pid namespace" "needs unshare (util-linux)"
+fi
