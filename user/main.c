@@ -41,6 +41,7 @@ struct run {
     uint64_t events;
     uint64_t collect_errors;
     uint64_t stack_ends_set;
+    uint64_t stack_ends_fixed;
     double setup_cpu_us; /* collector CPU spent before the first sample could arrive */
     struct maps maps;    /* of maps_pid: where new threads' stacks end */
     pid_t maps_pid;
@@ -139,13 +140,22 @@ static int on_event(void *ctx, const struct sample_event *ev, size_t len)
         r->collect_errors++;
         return 0;
     }
-    /* A new thread: bound its stack copies by the end of its stack mapping from now on. The
-     * main thread is bounded by mm->start_stack in the kernel. */
-    if (fresh && ev->tid != ev->pid && ev->regs.sp && r->o->unwind != UNWIND_FP) {
+    if (ev->tid == ev->pid || !ev->regs.sp || r->o->unwind == UNWIND_FP)
+        return 0; /* the main thread is bounded by mm->start_stack in the kernel */
+    if (fresh) {
+        /* A new thread: bound its stack copies by the end of its stack mapping from now on. */
         uint64_t end = stack_end(r, ev->pid, ev->regs.sp);
 
         if (end && !sampler_set_stack_end(r->sampler, ev->tid, end))
             r->stack_ends_set++;
+    } else if ((ev->flags & SAMPLE_F_COPY_BOUNDED) && ev->stack_len < r->o->stack_size) {
+        /* A bound that stops short of the mapping's end is stale (the tid was reused by a
+         * thread on another stack): learn it again. */
+        const struct map_entry *e = r->maps_pid == (pid_t)ev->pid ? maps_find(&r->maps, ev->regs.sp) : NULL;
+        uint64_t copied_end = ev->stack_addr + ev->stack_len;
+
+        if (e && e->end >= copied_end + 8 && !sampler_set_stack_end(r->sampler, ev->tid, e->end))
+            r->stack_ends_fixed++;
     }
     return 0;
 }
@@ -195,6 +205,7 @@ static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, 
     fprintf(f, "stack_copy_avg_bytes: %.0f\n", cs.samples ? (double)cs.stack_copy_bytes / cs.samples : 0.0);
     fprintf(f, "stack_ends_known: %" PRIu64 "\n", r->stack_ends_set);
     fprintf(f, "stack_end_map_reads: %" PRIu64 "\n", r->maps_reads);
+    fprintf(f, "stack_ends_fixed: %" PRIu64 "\n", r->stack_ends_fixed);
     struct proc_stats ps;
 
     collect_proc_stats(r->collector, &ps);
