@@ -38,6 +38,15 @@ struct {
     __type(value, __u8);
 } targets SEC(".maps");
 
+/* Launch mode: the forked command (tgid -> unused) becomes a target when it calls exec, so no
+ * sample shows the collector's own code running in the child before exec. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 16);
+    __type(key, __u32);
+    __type(value, __u8);
+} pending SEC(".maps");
+
 /* Highest readable address of a thread's stack (tid -> end), learnt by user space from the
  * thread's mapping the first time it sees the thread; bounds the copy so it never crosses the
  * end of the mapping (a read that crosses it fails whole). LRU: threads come and go. */
@@ -258,5 +267,26 @@ int BPF_PROG(follow_fork, struct task_struct *parent, struct task_struct *child)
     if (!bpf_map_lookup_elem(&targets, &ptgid))
         return 0;
     bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+    return 0;
+}
+
+/* Launch mode: a pending process becomes a target at its exec. Loaded only in launch mode. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(start_on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    __u8 one = 1;
+
+    if (cfg_pidns_ino) {
+        struct bpf_pidns_info ns;
+
+        if (bpf_get_ns_current_pid_tgid(cfg_pidns_dev, cfg_pidns_ino, &ns, sizeof(ns)))
+            return 0;
+        tgid = ns.tgid;
+    }
+    if (!bpf_map_lookup_elem(&pending, &tgid))
+        return 0;
+    bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
+    bpf_map_delete_elem(&pending, &tgid);
     return 0;
 }

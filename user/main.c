@@ -42,8 +42,9 @@ struct run {
     uint64_t collect_errors;
     uint64_t stack_ends_set;
     uint64_t stack_ends_fixed;
-    double setup_cpu_us; /* collector CPU spent before the first sample could arrive */
-    struct maps maps;    /* of maps_pid: where new threads' stacks end */
+    const char *stop_reason; /* target_exited, duration, signal */
+    double setup_cpu_us;     /* collector CPU spent before the first sample could arrive */
+    struct maps maps;        /* of maps_pid: where new threads' stacks end */
     pid_t maps_pid;
     uint64_t maps_reads;
 };
@@ -181,6 +182,7 @@ static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, 
     fprintf(f, "unwind_errors: %" PRIu64 "\n", cs.unwind_errors);
     fprintf(f, "unwind_truncated: %" PRIu64 "\n", cs.unwind_truncated);
     fprintf(f, "duration_s: %.3f\n", duration);
+    fprintf(f, "stopped_by: %s\n", r->stop_reason);
     fprintf(f, "collector_cpu_us_per_sample: %.2f\n", cs.samples ? cpu_us / cs.samples : 0.0);
     fprintf(f, "collector_cpu_us: %.0f\n", cpu_us);
     fprintf(f, "collector_setup_cpu_us: %.0f\n", r->setup_cpu_us);
@@ -286,6 +288,7 @@ int main(int argc, char **argv)
         .user_fp_stack = o.unwind != UNWIND_DWARF,
         .children = o.children,
         .prog_stats = o.stats,
+        .launch = o.command != NULL,
         .ring_size = o.ring_size,
         .verbose = o.verbose,
     };
@@ -305,7 +308,7 @@ int main(int argc, char **argv)
         child_running = true;
         o.pid = child;
     }
-    err = sampler_add_target(r.sampler, o.pid);
+    err = o.command ? sampler_add_pending(r.sampler, o.pid) : sampler_add_target(r.sampler, o.pid);
     if (!err)
         err = sampler_attach(r.sampler);
     if (err) {
@@ -382,6 +385,8 @@ int main(int argc, char **argv)
         }
     }
     double duration = (now_ns() - t0) / 1e9;
+
+    r.stop_reason = target_gone ? "target_exited" : exiting ? "signal" : t_end ? "duration" : "error";
 
     sampler_detach(r.sampler);
     sampler_poll(r.sampler);

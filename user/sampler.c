@@ -30,6 +30,7 @@ struct sampler {
     int *perf_fds;
     struct bpf_link **links;
     struct bpf_link *fork_link;
+    struct bpf_link *exec_link;
     int stats_fd;
     unsigned nlinks;
     unsigned ncpus_possible;
@@ -129,6 +130,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
         }
     }
     bpf_program__set_autoload(s->skel->progs.follow_fork, o->children);
+    bpf_program__set_autoload(s->skel->progs.start_on_exec, o->launch);
     s->ring_size = o->ring_size ? pow2_at_least(o->ring_size) : choose_ring_size(o, ncpu);
     err = bpf_map__set_max_entries(s->skel->maps.events, s->ring_size);
     if (err)
@@ -163,6 +165,20 @@ int sampler_add_target(struct sampler *s, pid_t tgid)
     __u8 one = 1;
 
     if (bpf_map__update_elem(s->skel->maps.targets, &key, sizeof(key), &one, sizeof(one), BPF_ANY)) {
+        s->failed = SAMPLER_STAGE_MAP;
+        return -errno;
+    }
+    return 0;
+}
+
+int sampler_add_pending(struct sampler *s, pid_t tgid)
+{
+    __u32 key = tgid;
+    __u8 one = 1;
+
+    if (!s->opts.launch)
+        return -EINVAL;
+    if (bpf_map__update_elem(s->skel->maps.pending, &key, sizeof(key), &one, sizeof(one), BPF_ANY)) {
         s->failed = SAMPLER_STAGE_MAP;
         return -errno;
     }
@@ -235,6 +251,14 @@ int sampler_attach(struct sampler *s)
         s->perf_fds[i] = -1;
     online_cpus(online, n);
 
+    if (s->opts.launch) {
+        s->exec_link = bpf_program__attach(s->skel->progs.start_on_exec);
+        if (!s->exec_link) {
+            free(online);
+            s->failed = SAMPLER_STAGE_ATTACH;
+            return -errno;
+        }
+    }
     if (s->opts.children) {
         s->fork_link = bpf_program__attach(s->skel->progs.follow_fork);
         if (!s->fork_link) {
@@ -334,6 +358,8 @@ void sampler_detach(struct sampler *s)
 {
     bpf_link__destroy(s->fork_link);
     s->fork_link = NULL;
+    bpf_link__destroy(s->exec_link);
+    s->exec_link = NULL;
     if (s->links)
         for (unsigned i = 0; i < s->ncpus_possible; i++) {
             bpf_link__destroy(s->links[i]);

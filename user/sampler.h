@@ -21,6 +21,7 @@ struct sampler_opts {
     bool kernel_stack;   /* record kernel stacks */
     bool user_fp_stack;  /* record the frame-pointer chain */
     bool children;       /* processes forked by a target become targets */
+    bool launch;         /* targets may be added at their exec (sampler_add_pending) */
     bool prog_stats;     /* have the kernel time the program (global while sampling) */
     size_t ring_size;    /* bytes, 0: chosen from frequency and record size */
     bool verbose;        /* libbpf messages to stderr */
@@ -55,6 +56,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
                  enum sampler_stage *stage);
 int sampler_add_target(struct sampler *s, pid_t tgid);
 int sampler_remove_target(struct sampler *s, pid_t tgid);
+/* Makes tgid a target when it next calls exec (needs opts.launch). */
+int sampler_add_pending(struct sampler *s, pid_t tgid);
 /* Tells the program where a thread's stack mapping ends (copies stop there). */
 int sampler_set_stack_end(struct sampler *s, pid_t tid, uint64_t end);
 int sampler_attach(struct sampler *s);

@@ -74,23 +74,25 @@ check "command that cannot run: non-zero exit, names it" \
 # a non-Python target is fine; the launched command's exit ends the run with output
 need_file "$P/callgraph"
 start=$(date +%s.%N)
-run "$S" -q -F 499 -d 20 -o "$TMP/short.folded" -- "$P/callgraph" 1
+run "$S" -q -F 499 -d 20 --stats -o "$TMP/short.folded" -- "$P/callgraph" 1
 end=$(date +%s.%N)
 check "target exits: exit 0" [ $rc -eq 0 ]
 check "target exits: run ends with it (< 5 s, not the 20 s asked)" \
     awk -v a="$start" -v b="$end" 'BEGIN { exit !(b - a < 5) }'
 check "target exits: folded lines written" grep -qE '^[^ ].* [0-9]+$' "$TMP/short.folded"
+check "target exits: stats say so" grep -q '^stopped_by: target_exited$' "$TMP/err"
 check "target exits: every line is 'stack count'" \
     bash -c "! grep -vqE '^[^ ].* [0-9]+$' '$TMP/short.folded'"
 
 # attach to a running process by PID; SIGTERM to the collector writes what it has
 "$P/callgraph" 20 & busy=$!
-"$S" -q -F 499 -o "$TMP/term.folded" "$busy" 2> "$TMP/term.err" & col=$!
+"$S" -q -F 499 --stats -o "$TMP/term.folded" "$busy" 2> "$TMP/term.err" & col=$!
 sleep 2
 kill -TERM "$col"
 wait "$col"; rc=$?
 check "SIGTERM: exit 0" [ $rc -eq 0 ]
 check "SIGTERM: profile written" grep -qE 'main;a;b;c.* [0-9]+$' "$TMP/term.folded"
+check "SIGTERM: stats say so" grep -q '^stopped_by: signal$' "$TMP/term.err"
 check "PID mode: target keeps running after the collector stops" kill -0 "$busy"
 "$S" -q -F 499 -o "$TMP/int.folded" "$busy" 2> /dev/null & col=$!
 sleep 1

@@ -174,3 +174,11 @@ if command -v unshare > /dev/null; then
 else
     skip "pid namespace" "needs unshare (util-linux)"
 fi
+
+# 10. only the target is sampled: a second busy process running the same program never shows up
+"$P/callgraph" 4 & other=$!
+"$S" -q -F 999 --threads -o "$TMP/iso.folded" -- "$P/callgraph" 3 2> /dev/null
+wait "$other"
+check "isolation: the other busy process is absent" bash -c "! grep -q '^thread $other ' '$TMP/iso.folded'"
+n=$(cut -d';' -f1 "$TMP/iso.folded" | sort -u | wc -l)
+check "isolation: one thread root, the target's ($n)" [ "$n" -eq 1 ]
