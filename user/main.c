@@ -285,7 +285,7 @@ int main(int argc, char **argv)
         .frequency = o.frequency,
         .stack_copy = o.unwind == UNWIND_FP ? 0 : o.stack_size,
         .kernel_stack = o.kernel,
-        .user_fp_stack = o.unwind != UNWIND_DWARF,
+        .user_fp_stack = o.unwind == UNWIND_FP, /* auto walks frame pointers in the copy */
         .children = o.children,
         .prog_stats = o.stats,
         .launch = o.command != NULL,
