@@ -77,8 +77,12 @@ fi
 # map), and with DWARF on the build without frame pointers, which needs the CFI the target
 # published in its jitdump for the trampolines.
 if [ -x "$P/jitprog" ]; then
-    for mode in fp dwarf; do
-        if [ $mode = fp ]; then prog=$P/jitprog sinks=perfmap; else prog=$P/jitprog-nofp sinks=jitdump; fi
+    for mode in fp dwarf auto; do
+        case $mode in
+            fp) prog=$P/jitprog sinks=perfmap ;;       # names only; the kernel walks the chain
+            dwarf) prog=$P/jitprog-nofp sinks=jitdump ;; # needs the published CFI
+            auto) prog=$P/jitprog sinks=perfmap ;;     # no CFI for the JIT: frame pointers in the copy
+        esac
         if "$S" -q -F 999 --unwind $mode -o "$TMP/jit-$mode.folded" -- "$prog" \
             --sinks $sinks --jitdump-dir "$TMP" --spin 3 > "$TMP/jit.out" 2> "$TMP/jit.err"
         then
