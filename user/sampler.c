@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -452,11 +453,16 @@ const char *sampler_strerror(enum sampler_stage stage, int err, char *buf, size_
                      "held: a security module or kernel.unprivileged_bpf_disabled/lockdown "
                      "refuses it%s",
                      strerror(-err), alt);
-        else
+        else {
+            struct utsname u;
+
+            if (uname(&u))
+                strcpy(u.release, "?");
             snprintf(buf, size,
-                     "the kernel refused the BPF program: %s (run with -v for the "
-                     "verifier log)",
-                     strerror(-err));
+                     "the kernel (%s) refused the BPF program: %s; it needs Linux 5.15 or later "
+                     "with BTF (run with -v for the verifier log)",
+                     u.release, strerror(-err));
+        }
         break;
     case SAMPLER_STAGE_PERF:
         if (err == -EPERM || err == -EACCES)
