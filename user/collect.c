@@ -319,6 +319,16 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
         }
     }
 
+    if (n == 1) {
+        /* No user registers (a thread inside exec, or a kernel thread) and no kernel stack asked
+         * for: the sample still counts, under a frame that says where it was. */
+        f = profile_frame(c->prof, FRAME_OTHER, (ev->flags & SAMPLE_F_IN_KERNEL) ? "[kernel]" : "[unknown]",
+                          NULL, 0);
+        if (f < 0)
+            return (int)f;
+        c->frames[n++] = (uint32_t)f;
+        c->st.unknown_frames++;
+    }
     c->st.frames += n - 1;
     f = profile_add(c->prof, c->frames, n, 1);
     if (f < 0)

@@ -138,6 +138,18 @@ static void test_unknown_address_is_kept(void **state)
     assert_int_equal(st.unknown_frames, 1);
 }
 
+static void test_sample_without_frames_still_counts(void **state)
+{
+    struct fixture *f = *state;
+    char text[1024], want[256];
+
+    f->ev->flags = SAMPLE_F_IN_KERNEL; /* inside exec: no user registers yet, no --kernel */
+    assert_int_equal(collect_sample(f->c, f->ev, sizeof(*f->ev)), 1);
+    stack_text(&f->prof, last_leaf(&f->prof), text, sizeof(text));
+    snprintf(want, sizeof(want), "thread %u (tester);[kernel]", f->ev->tid);
+    assert_string_equal(text, want);
+}
+
 static void test_comm_change_gives_new_thread_frame(void **state)
 {
     struct fixture *f = *state;
@@ -231,6 +243,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_fp_stack_is_symbolised_root_first, setup_fp, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_address_is_kept, setup_fp, teardown),
+        cmocka_unit_test_setup_teardown(test_sample_without_frames_still_counts, setup_fp, teardown),
         cmocka_unit_test_setup_teardown(test_comm_change_gives_new_thread_frame, setup_fp, teardown),
         cmocka_unit_test_setup_teardown(test_many_threads, setup_fp, teardown),
         cmocka_unit_test_setup_teardown(test_kernel_frames_follow_user_frames, setup_kernel, teardown),
