@@ -26,18 +26,18 @@ stop_all() {
 }
 trap 'stop_all; cleanup_tmp' EXIT
 
-# start PY OUT ARGS...: runs a workload, waits for READY (10 s); prints the PID.
+# start PY OUT ARGS...: runs a workload, waits for READY (10 s); sets pid (no subshell, so that
+# stop_all knows every workload).
 start() {
     local py=$1 out=$2
     shift 2
     "$py" "$@" > "$out" 2>&1 &
-    local pid=$!
+    pid=$!
     PIDS+=("$pid")
     for _ in $(seq 100); do
         grep -q '^READY' "$out" && break
         sleep 0.1
     done
-    echo "$pid"
 }
 
 # same EXPECT-FILE DUMP-FILE: every EXPECT line's thread has that stack, frame by frame (leaf-side
@@ -78,7 +78,7 @@ for py in "${PYS[@]}"; do
 
     # chain, spinning and blocked
     for mode in spin block; do
-        pid=$(start "$py" "$TMP/$v.$mode" "$ROOT/tests/py/nested.py" "$mode")
+        start "$py" "$TMP/$v.$mode" "$ROOT/tests/py/nested.py" "$mode"
         exe=$(readlink "/proc/$pid/exe")
         "$DUMP" -n 3 "$pid" > "$TMP/$v.$mode.dump" 2>&1
         if same "$TMP/$v.$mode" "$TMP/$v.$mode.dump"; then
@@ -94,7 +94,7 @@ for py in "${PYS[@]}"; do
     done
 
     # four threads with differently named functions
-    pid=$(start "$py" "$TMP/$v.threads" "$ROOT/tests/py/nested.py" threads)
+    start "$py" "$TMP/$v.threads" "$ROOT/tests/py/nested.py" threads
     "$DUMP" "$pid" > "$TMP/$v.threads.dump" 2>&1
     n=$(grep -c '^EXPECT' "$TMP/$v.threads")
     if [ "$n" = 4 ] && same "$TMP/$v.threads" "$TMP/$v.threads.dump" &&
@@ -106,7 +106,7 @@ for py in "${PYS[@]}"; do
     stop_all
 
     # recursion 1000: no truncation with depth 1100, truncated at 512 with -d 512
-    pid=$(start "$py" "$TMP/$v.deep" "$ROOT/tests/py/nested.py" deep 1000)
+    start "$py" "$TMP/$v.deep" "$ROOT/tests/py/nested.py" deep 1000
     "$DUMP" -d 1100 "$pid" > "$TMP/$v.deep.dump" 2>&1
     "$DUMP" -d 512 "$pid" > "$TMP/$v.deep512.dump" 2>&1
     if same "$TMP/$v.deep" "$TMP/$v.deep.dump" && ! grep -q truncated "$TMP/$v.deep.dump" &&
@@ -118,7 +118,7 @@ for py in "${PYS[@]}"; do
     stop_all
 
     # ctypes: Python → qsort (libc) → Python callback; the callback starts its own eval loop
-    pid=$(start "$py" "$TMP/$v.qsort" "$ROOT/tests/py/ctypes_qsort.py")
+    start "$py" "$TMP/$v.qsort" "$ROOT/tests/py/ctypes_qsort.py"
     "$DUMP" "$pid" > "$TMP/$v.qsort.dump" 2>&1
     if same "$TMP/$v.qsort" "$TMP/$v.qsort.dump" && grep -qE '^  compare .* entry$' "$TMP/$v.qsort.dump"; then
         pass "$v: ctypes qsort callback: compare (entry) ; sort_items ; main ; <module>"
@@ -132,7 +132,7 @@ done
 SAMPLE="$BUILD/pyebpf-sample"
 py=${PYS[${#PYS[@]} - 1]}
 if [ -x "$SAMPLE" ]; then
-    pid=$(start "$py" "$TMP/s.out" "$ROOT/tests/py/nested.py" spin)
+    start "$py" "$TMP/s.out" "$ROOT/tests/py/nested.py" spin
     if "$SAMPLE" -q -d 1 -F 499 "$pid" > "$TMP/s.folded" 2> "$TMP/s.err" && [ -s "$TMP/s.folded" ]; then
         total=$(awk '{s += $NF} END {print s + 0}' "$TMP/s.folded")
         inpy=$(awk '/Py_RunMain|PyEval_EvalCode|_PyEval_EvalFrameDefault|Py_BytesMain/ {s += $NF} END {print s + 0}' "$TMP/s.folded")
