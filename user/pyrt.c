@@ -126,7 +126,7 @@ struct mapping {
 };
 
 struct found {
-    uint64_t runtime_vaddr, section_vaddr, version_vaddr, codetype_vaddr;
+    uint64_t runtime_vaddr, section_vaddr, version_vaddr, codetype_vaddr, jitdesc_vaddr;
 };
 
 /* Looks up the symbols and the .PyRuntime section of one ELF file. */
@@ -171,6 +171,8 @@ static int scan_elf(const char *path, struct found *f, Elf **keep, int *fd_out)
                 f->version_vaddr = sym.st_value;
             else if (strcmp(sn, "PyCode_Type") == 0)
                 f->codetype_vaddr = sym.st_value;
+            else if (strcmp(sn, "__jit_debug_descriptor") == 0)
+                f->jitdesc_vaddr = sym.st_value;
         }
     }
     if (!f->runtime_vaddr && !f->section_vaddr) {
@@ -335,6 +337,7 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
     rt->shared_lib = strstr(base ? base : rt->path, ".so") != NULL;
     rt->runtime_addr = to_target(e, maps, nmaps, f.runtime_vaddr ? f.runtime_vaddr : f.section_vaddr);
     rt->code_type = to_target(e, maps, nmaps, f.codetype_vaddr);
+    rt->jit_descriptor = to_target(e, maps, nmaps, f.jitdesc_vaddr);
     uint64_t version_addr = to_target(e, maps, nmaps, f.version_vaddr);
     if (!rt->runtime_addr) {
         rc = fail(err, errlen, -ENOENT, "%s: _PyRuntime is not mapped in process %d", rt->path, (int)pid);

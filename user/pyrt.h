@@ -59,11 +59,12 @@ struct pyrt_layout {
 
 struct pyrt {
     pid_t pid;
-    char path[4096];       /* the mapped file holding the runtime (python or libpython) */
-    bool shared_lib;       /* libpython*.so rather than the executable */
-    uint64_t runtime_addr; /* _PyRuntime */
-    uint64_t code_type;    /* &PyCode_Type in the target (0 when unknown) */
-    char version[32];      /* "3.11.7" */
+    char path[4096];         /* the mapped file holding the runtime (python or libpython) */
+    bool shared_lib;         /* libpython*.so rather than the executable */
+    uint64_t runtime_addr;   /* _PyRuntime */
+    uint64_t code_type;      /* &PyCode_Type in the target (0 when unknown) */
+    uint64_t jit_descriptor; /* its __jit_debug_descriptor (3.15 JIT builds; 0: none) */
+    char version[32];        /* "3.11.7" */
     struct pyrt_layout L;
 };
 
