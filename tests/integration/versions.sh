@@ -145,6 +145,24 @@ if [ -x "$SAMPLE" ]; then
         fail "pyebpf-sample $(basename "$py")" "$(head -c 300 "$TMP/s.err")"
     fi
     stop_all
+
+    # CPython 3.15's JIT: executors named from the GDB JIT list CPython keeps (pyrt_jit.c).
+    if [ "$(basename "$py")" = python3.15 ]; then
+        PYTHON_JIT=1 start "$py" "$TMP/j.out" "$ROOT/tests/py/jit_hot.py"
+        if grep -q "READY jit=True" "$TMP/j.out" &&
+            "$SAMPLE" -q -d 2 -F 499 --stats "$pid" > "$TMP/j.folded" 2> "$TMP/j.err"; then
+            read -r total jit unk < <(awk '{t += $NF} /py::jit:executor/ {j += $NF} /\[unknown\]/ {u += $NF}
+                END {print t + 0, j + 0, u + 0}' "$TMP/j.folded")
+            if [ "$total" -gt 0 ] && [ $((jit * 100)) -ge $((total * 90)) ] && [ $((unk * 100)) -le $((total * 5)) ]; then
+                pass "pyebpf-sample PYTHON_JIT=1 python3.15: $jit of $total samples through py::jit:executor, $unk [unknown] ($(grep jit_regions "$TMP/j.err"))"
+            else
+                fail "pyebpf-sample PYTHON_JIT=1 python3.15" "$jit of $total through py::jit:executor, $unk [unknown]"
+            fi
+        else
+            fail "pyebpf-sample PYTHON_JIT=1 python3.15" "$(head -c 300 "$TMP/j.out" "$TMP/j.err" 2> /dev/null)"
+        fi
+        stop_all
+    fi
 else
     skip "pyebpf-sample on $(basename "$py")" "$SAMPLE not built (branch sampler)"
 fi
