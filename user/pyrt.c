@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "maps.h"
+
 /* -- Built-in tables (x86-64 and aarch64, default builds; read from each release's headers) --- */
 
 /* Offsets within PyTypeObject, stable since Python 3.0. */
@@ -121,10 +123,6 @@ static void derive_sizes(struct pyrt_layout *L);
 
 /* -- Finding the runtime in the mapped files --------------------------------------------------- */
 
-struct mapping {
-    uint64_t start, end, offset;
-};
-
 struct found {
     uint64_t runtime_vaddr, section_vaddr, version_vaddr, codetype_vaddr, jitdesc_vaddr;
 };
@@ -186,8 +184,8 @@ static int scan_elf(const char *path, struct found *f, Elf **keep, int *fd_out)
 }
 
 /* Translates a link-time address of the file into the target's address via the segment holding
- * it and the mapping of that file offset. */
-static uint64_t to_target(Elf *e, const struct mapping *m, size_t nm, uint64_t vaddr)
+ * it and the mapping (of the runtime's file) that holds that file offset. */
+static uint64_t to_target(Elf *e, const struct maps *m, const char *path, uint64_t vaddr)
 {
     size_t nph;
     if (!vaddr || elf_getphdrnum(e, &nph) != 0)
@@ -199,85 +197,46 @@ static uint64_t to_target(Elf *e, const struct mapping *m, size_t nm, uint64_t v
         if (vaddr < ph.p_vaddr || vaddr >= ph.p_vaddr + ph.p_filesz)
             continue;
         uint64_t off = vaddr - ph.p_vaddr + ph.p_offset;
-        for (size_t k = 0; k < nm; k++)
-            if (off >= m[k].offset && off < m[k].offset + (m[k].end - m[k].start))
-                return m[k].start + (off - m[k].offset);
+        for (size_t k = 0; k < m->n; k++) {
+            const struct map_entry *me = &m->v[k];
+            if (!me->deleted && strcmp(me->path, path) == 0 && off >= me->offset &&
+                off < me->offset + (me->end - me->start))
+                return me->start + (off - me->offset);
+        }
     }
     return 0;
 }
 
 static bool looks_like_python(const char *path)
 {
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
+    const char *base = maps_basename(path);
     return strncmp(base, "python", 6) == 0 || strncmp(base, "libpython", 9) == 0;
 }
 
-/* Tries the mapped files of `pid`, Python-looking names first, then every other file. */
-static int find_runtime(struct pyrt *rt, struct found *f, Elf **e, int *fd, struct mapping **maps,
-                        size_t *nmaps)
+/* Tries the mapped files of the target, Python-looking names first, then every other file (at
+ * most 64 files per pass). */
+static int find_runtime(struct pyrt *rt, const struct maps *m, struct found *f, Elf **e, int *fd)
 {
-    char mpath[64], line[4608];
-    snprintf(mpath, sizeof(mpath), "/proc/%d/maps", (int)rt->pid);
     for (int pass = 0; pass < 2; pass++) {
-        FILE *fp = fopen(mpath, "re");
-        if (!fp)
-            return -errno;
-        char tried[64][256];
-        int ntried = 0;
-        while (fgets(line, sizeof(line), fp)) {
-            uint64_t s, en, off;
-            char perms[8];
-            int pos = 0;
-            if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &s, &en, perms, &off,
-                       &pos) < 4 ||
-                !pos)
-                continue;
-            char *path = line + pos;
-            path[strcspn(path, "\n")] = 0;
-            if (path[0] != '/' || strstr(path, " (deleted)"))
-                continue;
-            if ((pass == 0) != looks_like_python(path))
+        int tried = 0;
+        for (size_t i = 0; i < m->n && tried < 64; i++) {
+            const struct map_entry *me = &m->v[i];
+            if (!maps_is_file(me) || me->deleted || me->path[0] != '/' ||
+                (pass == 0) != looks_like_python(me->path))
                 continue;
             bool seen = false;
-            for (int i = 0; i < ntried && !seen; i++)
-                seen = strncmp(tried[i], path, sizeof(tried[i])) == 0;
-            if (seen || ntried == 64)
+            for (size_t k = 0; k < i && !seen; k++)
+                seen = strcmp(m->v[k].path, me->path) == 0;
+            if (seen)
                 continue;
-            snprintf(tried[ntried++], sizeof(tried[0]), "%s", path);
+            tried++;
             char full[4200];
-            snprintf(full, sizeof(full), "/proc/%d/root%s", (int)rt->pid, path);
+            snprintf(full, sizeof(full), "/proc/%d/root%s", (int)rt->pid, me->path);
             if (scan_elf(full, f, e, fd) != 0)
                 continue;
-            snprintf(rt->path, sizeof(rt->path), "%s", path);
-            /* Every mapping of this file, for address translation. */
-            rewind(fp);
-            size_t cap = 0;
-            while (fgets(line, sizeof(line), fp)) {
-                pos = 0;
-                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &s, &en, perms, &off,
-                           &pos) < 4 ||
-                    !pos)
-                    continue;
-                path = line + pos;
-                path[strcspn(path, "\n")] = 0;
-                if (strcmp(path, rt->path) != 0)
-                    continue;
-                if (*nmaps == cap) {
-                    cap = cap ? cap * 2 : 8;
-                    struct mapping *nm = realloc(*maps, cap * sizeof(*nm));
-                    if (!nm) {
-                        fclose(fp);
-                        return -ENOMEM;
-                    }
-                    *maps = nm;
-                }
-                (*maps)[(*nmaps)++] = (struct mapping){s, en, off};
-            }
-            fclose(fp);
+            snprintf(rt->path, sizeof(rt->path), "%s", me->path);
             return 0;
         }
-        fclose(fp);
     }
     return -ENOENT;
 }
@@ -316,16 +275,17 @@ static int check_target(struct pyrt *rt, struct remote *r, char *err, size_t err
 
 int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t errlen)
 {
-    struct found f;
-    struct mapping *maps = NULL;
-    size_t nmaps = 0;
+    struct found f = {0};
+    struct maps maps = {0};
     Elf *e = NULL;
     int fd = -1, rc;
 
     memset(rt, 0, sizeof(*rt));
     rt->pid = pid;
     elf_version(EV_CURRENT);
-    rc = find_runtime(rt, &f, &e, &fd, &maps, &nmaps);
+    rc = maps_read(&maps, pid);
+    if (rc == 0)
+        rc = find_runtime(rt, &maps, &f, &e, &fd);
     if (rc) {
         rc = fail(err, errlen, rc == -ENOENT ? -ENOENT : rc,
                   rc == -ENOENT ? "process %d: no Python runtime (_PyRuntime) in its mapped files"
@@ -335,10 +295,10 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
     }
     const char *base = strrchr(rt->path, '/');
     rt->shared_lib = strstr(base ? base : rt->path, ".so") != NULL;
-    rt->runtime_addr = to_target(e, maps, nmaps, f.runtime_vaddr ? f.runtime_vaddr : f.section_vaddr);
-    rt->code_type = to_target(e, maps, nmaps, f.codetype_vaddr);
-    rt->jit_descriptor = to_target(e, maps, nmaps, f.jitdesc_vaddr);
-    uint64_t version_addr = to_target(e, maps, nmaps, f.version_vaddr);
+    rt->runtime_addr = to_target(e, &maps, rt->path, f.runtime_vaddr ? f.runtime_vaddr : f.section_vaddr);
+    rt->code_type = to_target(e, &maps, rt->path, f.codetype_vaddr);
+    rt->jit_descriptor = to_target(e, &maps, rt->path, f.jitdesc_vaddr);
+    uint64_t version_addr = to_target(e, &maps, rt->path, f.version_vaddr);
     if (!rt->runtime_addr) {
         rc = fail(err, errlen, -ENOENT, "%s: _PyRuntime is not mapped in process %d", rt->path, (int)pid);
         goto out;
@@ -389,7 +349,7 @@ out:
         elf_end(e);
     if (fd >= 0)
         close(fd);
-    free(maps);
+    maps_free(&maps);
     return rc;
 }
 
