@@ -39,7 +39,7 @@ USER_LIBS := -lbpf -ldw -lelf -lz -lm
 
 DEBIAN_PACKAGES := build-essential make pkg-config clang llvm lld libbpf-dev bpftool \
   libelf-dev libdw-dev elfutils zlib1g-dev libcmocka-dev libclang-rt-14-dev linux-perf gdb \
-  binutils python3-dev valgrind clang-format util-linux procps chromium nodejs npm protobuf-compiler
+  binutils python3-dev valgrind clang-format util-linux procps bc chromium protobuf-compiler
 
 .PHONY: all setup test check demo bench fuzz install clean format format-check
 all:
@@ -99,10 +99,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(USER_LIB_OBJS) $(BUILD)/libpyjit.a
 # Test workloads: once with frame pointers, once without (-nofp), both linked with libpyjit.
 $(BUILD)/progs/%: tests/progs/%.c $(BUILD)/libpyjit.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -D_GNU_SOURCE -o $@ $^ $(LDLIBS) -lm
+	$(CC) $(CPPFLAGS) -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -D_GNU_SOURCE $(SANFLAGS) -o $@ $^ $(LDLIBS) -lm
 $(BUILD)/progs/%-nofp: tests/progs/%.c $(BUILD)/libpyjit.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -std=gnu11 -O1 -g -fomit-frame-pointer -fno-inline -D_GNU_SOURCE -o $@ $^ $(LDLIBS) -lm
+	$(CC) $(CPPFLAGS) -std=gnu11 -O1 -g -fomit-frame-pointer -fno-inline -D_GNU_SOURCE $(SANFLAGS) -o $@ $^ $(LDLIBS) -lm
 
 all: $(UNIT_BINS) $(PROG_BINS)
 
@@ -116,7 +116,8 @@ include $(sort $(wildcard jitdump/*.mk user/*.mk bpf/*.mk tests/*.mk scripts/*.m
 # ---- setup, install, housekeeping ---------------------------------------------
 setup:
 	@if [ "$$(id -u)" = 0 ]; then \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEBIAN_PACKAGES); \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEBIAN_PACKAGES) && \
+	  { command -v npm > /dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; }; \
 	else \
 	  echo "make setup: not root, skipping apt-get (need: $(DEBIAN_PACKAGES))"; fi
 	$(MAKE) all
