@@ -30,7 +30,8 @@ def make_and_call(tag, n, out):
         total += ns["f_%s_%d" % (tag, i)](1)
     out.append(total)
 
-pyebpf_jit.enable(gdb=True, jitdump=False)
+D = sys.argv[1]
+pyebpf_jit.enable(gdb=True, jitdump=True, jitdump_dir=D)
 out = []
 ts = [threading.Thread(target=make_and_call, args=(t, 500, out)) for t in range(8)]
 for t in ts: t.start()
@@ -44,15 +45,19 @@ pid = os.fork()
 if pid == 0:
     r = []
     make_and_call("child", 200, r)
-    os._exit(0 if r == [sum(1 + i for i in range(200))] and pyebpf_jit.is_enabled() else 3)
+    pyebpf_jit.flush()
+    # the child writes its own jit-PID.dump (libpyjit starts it at the first write after fork)
+    own = os.path.getsize(os.path.join(D, "jit-%d.dump" % os.getpid())) > 200 * 40
+    os._exit(0 if r == [sum(1 + i for i in range(200))] and pyebpf_jit.is_enabled() and own else 3)
 _, status = os.waitpid(pid, 0)
 assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+assert os.path.exists(os.path.join(D, "jit-%d.dump" % os.getpid()))
 
 def fib(n): return n if n < 2 else fib(n - 1) + fib(n - 2)
 pyebpf_jit.disable()
 assert not pyebpf_jit.is_enabled()
 assert fib(15) == 610
-pyebpf_jit.enable(gdb=True, jitdump=False)
+pyebpf_jit.enable(gdb=True, jitdump=True)
 assert pyebpf_jit.is_enabled() and fib(15) == 610
 try:
     pyebpf_jit.enable(gdb=False, jitdump=True)
@@ -67,7 +72,7 @@ for v in 3.11.7 3.12.1 3.13.0; do
     pkg="$BUILD/python${v%.*}"
     if [ ! -x "$py" ]; then
         skip "CPython test modules pass with pyebpf_jit ($v)" "$py not installed"
-        skip "threads, fork, enable/disable ($v)" "$py not installed"
+        skip "threads, fork (child writes its own jit-PID.dump), enable/disable ($v)" "$py not installed"
         continue
     fi
     if ! ls "$pkg"/pyebpf_jit/_native*.so > /dev/null 2>&1; then
@@ -88,10 +93,11 @@ for v in 3.11.7 3.12.1 3.13.0; do
     else
         pass "CPython test modules pass with pyebpf_jit ($v: $(grep -o 'run=[0-9,]*' "$log" | head -1) tests, $hooked processes hooked)"
     fi
-    out=$(PYTHONPATH="$pkg" timeout 120 "$py" -W ignore::DeprecationWarning "$TMP/threads_fork.py" 2>&1)
+    mkdir -p "$TMP/dumps-$v"
+    out=$(PYTHONPATH="$pkg" timeout 120 "$py" -W ignore::DeprecationWarning "$TMP/threads_fork.py" "$TMP/dumps-$v" 2>&1)
     if [ $? -eq 0 ] && [ "${out%% *}" = ok ]; then
-        pass "threads, fork, enable/disable ($v)"
+        pass "threads, fork (child writes its own jit-PID.dump), enable/disable ($v)"
     else
-        fail "threads, fork, enable/disable ($v)" "$(echo "$out" | tail -3 | tr '\n' '|')"
+        fail "threads, fork (child writes its own jit-PID.dump), enable/disable ($v)" "$(echo "$out" | tail -3 | tr '\n' '|')"
     fi
 done
