@@ -65,6 +65,14 @@
 #define request_extra_index _PyEval_RequestCodeExtraIndex
 #endif
 
+/* co_extra points at { Py_ssize_t size; void *extras[size]; } (CPython's private
+ * _PyCodeObjectExtra, unchanged since 3.6). Reading it directly saves a call through the PLT on
+ * every Python call; enable() checks the layout against the API first (extra_layout_ok). */
+struct code_extra_view {
+    Py_ssize_t size;
+    void *extras[];
+};
+
 typedef PyObject *(*tramp_call)(PyThreadState *, struct _PyInterpreterFrame *, int,
                                 _PyFrameEvalFunction);
 
@@ -83,6 +91,7 @@ static struct {
     _PyFrameEvalFunction eval; /* what trampolines call */
     int enabled;
     int finalizing;
+    int fast_extra; /* the co_extra layout matched: read it directly */
     uint64_t made, reused, failed, retired, publish_ns;
 } st = {.extra_index = -1};
 
@@ -200,12 +209,24 @@ static void code_extra_free(void *p)
 
 /* -- The frame-evaluation hook ------------------------------------------------------------ */
 
+static inline void *trampoline_of(PyObject *code)
+{
+    void *t = NULL;
+    if (st.fast_extra) {
+        const struct code_extra_view *e = ((PyCodeObject *)code)->co_extra;
+        if (e && st.extra_index < e->size)
+            t = e->extras[st.extra_index];
+    } else {
+        (void)code_get_extra(code, st.extra_index, &t); /* cannot fail for a code object */
+    }
+    return t;
+}
+
 static PyObject *pyebpf_eval(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
 {
     PyObject *code = *(PyObject **)((char *)f + FRAME_CODE_OFFSET);
     if (PyCode_Check(code)) {
-        void *t = NULL;
-        (void)code_get_extra(code, st.extra_index, &t); /* cannot fail for a code object */
+        void *t = trampoline_of(code);
         if (!t)
             t = tramp_make((PyCodeObject *)code);
         if (t != NO_TRAMPOLINE)
@@ -215,6 +236,26 @@ static PyObject *pyebpf_eval(PyThreadState *ts, struct _PyInterpreterFrame *f, i
 }
 
 /* -- Python API --------------------------------------------------------------------------- */
+
+/* Does the co_extra layout match code_extra_view? Set a marker through the API on a fresh code
+ * object and read it back directly. */
+static int extra_layout_ok(void)
+{
+    PyCodeObject *co = PyCode_NewEmpty("pyebpf_jit", "probe", 1);
+    if (!co) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = 0;
+    if (code_set_extra((PyObject *)co, st.extra_index, NO_TRAMPOLINE) == 0) {
+        const struct code_extra_view *e = co->co_extra;
+        ok = e && st.extra_index < e->size && e->extras[st.extra_index] == NO_TRAMPOLINE;
+        (void)code_set_extra((PyObject *)co, st.extra_index, NULL);
+    }
+    PyErr_Clear();
+    Py_DECREF(co);
+    return ok;
+}
 
 static int open_sinks(unsigned sinks, const char *jitdump_dir, const char *perfmap_dir)
 {
@@ -268,6 +309,7 @@ static PyObject *py_enable(PyObject *self, PyObject *args, PyObject *kw)
             PyErr_SetString(PyExc_RuntimeError, "pyebpf_jit: no free co_extra index");
             return NULL;
         }
+        st.fast_extra = extra_layout_ok();
     }
     if (!st.opened && open_sinks(sinks, jitdump_dir, perfmap_dir) != 0)
         return NULL;
@@ -325,12 +367,12 @@ static PyObject *py_stats(PyObject *self, PyObject *unused)
     const char *path = st.jit ? pyjit_jitdump_path(st.jit) : NULL;
     unsigned live = st.jit ? pyjit_sinks(st.jit) : 0;
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:d,s:n,s:n,s:I,s:I,s:s}", "trampolines", (unsigned long long)st.made,
+        "{s:K,s:K,s:K,s:K,s:d,s:n,s:n,s:I,s:I,s:s,s:i}", "trampolines", (unsigned long long)st.made,
         "reused", (unsigned long long)st.reused, "failed", (unsigned long long)st.failed,
         "retired", (unsigned long long)st.retired, "publish_us",
         st.made ? (double)st.publish_ns / 1e3 / (double)st.made : 0.0, "mapped_bytes",
         (Py_ssize_t)tramp_arena_mapped(&st.arena), "stride", (Py_ssize_t)st.arena.stride,
-        "sinks", st.sinks, "live_sinks", live, "jitdump_path", path);
+        "sinks", st.sinks, "live_sinks", live, "jitdump_path", path, "fast_extra", st.fast_extra);
 }
 
 static PyMethodDef methods[] = {
