@@ -85,6 +85,24 @@ fi
 read -r full_raw total_raw < <(chains script.raw.txt)
 check "without perf inject the chains stop at the JIT code ($full_raw/$total_raw)" test "$full_raw" -eq 0
 
+# The same with the program built without frame pointers: only CFI can walk its C frames.
+if [ -x "$PROG-nofp" ]; then
+    "${PERF[@]}" record -q -k 1 --call-graph dwarf,16384 -e cpu-clock -F 499 -o perf.nofp.data -- \
+        "$PROG-nofp" --sinks jitdump --jitdump-dir "$TMP" --spin 1 > prog3.out 2> record3.err
+    PID3=$(awk '/^ready/ {print $2}' prog3.out)
+    "${PERF[@]}" inject --jit -i perf.nofp.data -o perf.nofp.jit.data 2> /dev/null
+    "${PERF[@]}" script -i perf.nofp.jit.data -F comm,tid,ip,sym 2> /dev/null > script.nofp.txt
+    read -r full3 total3 < <(chains script.nofp.txt)
+    if [ "$total3" -ge 50 ] && [ $((full3 * 100)) -ge $((total3 * 90)) ]; then
+        pass "without frame pointers too, DWARF chains reach main through the JIT ($full3/$total3)"
+    else
+        fail "without frame pointers too, DWARF chains reach main through the JIT" "$full3/$total3"
+    fi
+    [ -n "$PID3" ] && "$CLEAN" --dir "$TMP" --buildid-dir "$BID" "$PID3" > /dev/null 2>&1
+else
+    skip "jitprog-nofp under perf" "no $PROG-nofp"
+fi
+
 # ---- perf map sink -------------------------------------------------------------------------
 "${PERF[@]}" record -q -g -e cpu-clock -F 499 -o perf.map.data -- \
     "$PROG" --sinks perfmap --spin 1 > prog2.out 2> record2.err
