@@ -135,8 +135,16 @@ static void *tramp_make(PyCodeObject *co)
     uint64_t t0 = now_ns();
     void *slot;
     int reused;
-    if (tramp_arena_get(&st.arena, &slot, &reused) != 0)
+    int err = tramp_arena_get(&st.arena, &slot, &reused);
+    if (err) {
+        static int said;
+        if (!said++)
+            fprintf(stderr,
+                    "pyebpf_jit: no executable memory for trampolines (%s); functions without "
+                    "one run as usual\n",
+                    strerror(-err));
         goto fail;
+    }
 
     SAVE_EXC(exc);
     const char *qualname = utf8_or(co->co_qualname, "?");

@@ -90,6 +90,8 @@ static int chunk_new(struct tramp_arena *a, struct tramp_chunk **out)
     __builtin___clear_cache((char *)c->base, (char *)c->base + CHUNK_SIZE);
     if (mprotect(c->base, CHUNK_SIZE, PROT_READ | PROT_EXEC) != 0) {
         int err = -errno;
+        if (err == -EACCES || err == -EPERM)
+            a->error = err;
         munmap(c->base, CHUNK_SIZE);
         free(c->tags);
         free(c);
@@ -109,6 +111,8 @@ int tramp_arena_get(struct tramp_arena *a, void **out, int *reused)
         *reused = 1;
         return 0;
     }
+    if (a->error)
+        return a->error;
     struct tramp_chunk *c = a->chunks;
     if (!c || c->used == c->nslots || c->stride != (a->stride ? a->stride : 16)) {
         int err = chunk_new(a, &c);

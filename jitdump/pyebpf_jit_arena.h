@@ -35,6 +35,7 @@ struct tramp_arena {
     void **free_slots; /* slots whose code object died, ready for reuse */
     size_t nfree, cap_free;
     size_t stride; /* spacing of new slots */
+    int error;     /* mapping executable memory failed for good (e.g. EACCES under a W^X policy) */
 };
 
 extern const struct tramp_layout tramp_layout;
@@ -42,7 +43,8 @@ extern const struct tramp_layout tramp_layout;
 /* Sets the spacing of slots handed out from now on (>= tramp_layout.size, rounded to 16).
  * Freed slots with a smaller spacing are dropped from the free list. */
 void tramp_arena_set_stride(struct tramp_arena *a, size_t stride);
-/* A ready trampoline in *out; *reused is 1 if it was handed out before. */
+/* A ready trampoline in *out; *reused is 1 if it was handed out before. Once the system has
+ * refused executable memory (EACCES/EPERM), every later call fails at once with that error. */
 int tramp_arena_get(struct tramp_arena *a, void **out, int *reused);
 /* The slot's owner is gone; it may be handed out again (the code stays mapped). */
 int tramp_arena_put(struct tramp_arena *a, void *slot);
