@@ -56,12 +56,12 @@
 
 /* 3.12 renamed the co_extra API to PyUnstable_* and deprecated the old names. */
 #if PY_VERSION_HEX >= 0x030C0000
-#define code_get_extra PyUnstable_Code_GetExtra
-#define code_set_extra PyUnstable_Code_SetExtra
+#define code_get_extra      PyUnstable_Code_GetExtra
+#define code_set_extra      PyUnstable_Code_SetExtra
 #define request_extra_index PyUnstable_Eval_RequestCodeExtraIndex
 #else
-#define code_get_extra _PyCode_GetExtra
-#define code_set_extra _PyCode_SetExtra
+#define code_get_extra      _PyCode_GetExtra
+#define code_set_extra      _PyCode_SetExtra
 #define request_extra_index _PyEval_RequestCodeExtraIndex
 #endif
 
@@ -73,8 +73,7 @@ struct code_extra_view {
     void *extras[];
 };
 
-typedef PyObject *(*tramp_call)(PyThreadState *, struct _PyInterpreterFrame *, int,
-                                _PyFrameEvalFunction);
+typedef PyObject *(*tramp_call)(PyThreadState *, struct _PyInterpreterFrame *, int, _PyFrameEvalFunction);
 
 /* co_extra value of a code object we could not give a trampoline (run it without one). */
 static char no_trampoline;
@@ -119,11 +118,11 @@ static const char *utf8_or(PyObject *s, const char *fallback)
 /* The caller's exception (a generator being thrown into has one set) must survive name
  * building, which may raise and clear its own. */
 #if PY_VERSION_HEX >= 0x030C0000
-#define SAVE_EXC(x) PyObject *x = PyErr_GetRaisedException()
+#define SAVE_EXC(x)    PyObject *x = PyErr_GetRaisedException()
 #define RESTORE_EXC(x) PyErr_SetRaisedException(x)
 #else
-#define SAVE_EXC(x)                                                                            \
-    PyObject *x##_t, *x##_v, *x##_tb;                                                          \
+#define SAVE_EXC(x)                                                                                          \
+    PyObject *x##_t, *x##_v, *x##_tb;                                                                        \
     PyErr_Fetch(&x##_t, &x##_v, &x##_tb)
 #define RESTORE_EXC(x) PyErr_Restore(x##_t, x##_v, x##_tb)
 #endif
@@ -268,8 +267,7 @@ static int extra_layout_ok(void)
 static int open_sinks(unsigned sinks, const char *jitdump_dir, const char *perfmap_dir)
 {
     if (sinks) {
-        struct pyjit_options o = {
-            .sinks = sinks, .jitdump_dir = jitdump_dir, .perfmap_dir = perfmap_dir};
+        struct pyjit_options o = {.sinks = sinks, .jitdump_dir = jitdump_dir, .perfmap_dir = perfmap_dir};
         int err = pyjit_open(&st.jit, &o);
         if (err) {
             errno = -err;
@@ -290,15 +288,14 @@ static PyObject *py_enable(PyObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"gdb", "jitdump", "perfmap", "jitdump_dir", "perfmap_dir", NULL};
     int gdb = 1, jitdump = 1, perfmap = 0;
     const char *jitdump_dir = NULL, *perfmap_dir = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|pppzz", kwlist, &gdb, &jitdump, &perfmap,
-                                     &jitdump_dir, &perfmap_dir))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|pppzz", kwlist, &gdb, &jitdump, &perfmap, &jitdump_dir,
+                                     &perfmap_dir))
         return NULL;
-    unsigned sinks = (gdb ? PYJIT_SINK_GDB : 0) | (jitdump ? PYJIT_SINK_JITDUMP : 0) |
-                     (perfmap ? PYJIT_SINK_PERFMAP : 0);
+    unsigned sinks =
+        (gdb ? PYJIT_SINK_GDB : 0) | (jitdump ? PYJIT_SINK_JITDUMP : 0) | (perfmap ? PYJIT_SINK_PERFMAP : 0);
     PyInterpreterState *interp = PyInterpreterState_Get();
     if (st.interp && st.interp != interp) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "pyebpf_jit is bound to the interpreter that enabled it first");
+        PyErr_SetString(PyExc_RuntimeError, "pyebpf_jit is bound to the interpreter that enabled it first");
         return NULL;
     }
     if (st.opened && sinks != st.sinks) {
@@ -335,9 +332,8 @@ static PyObject *py_disable(PyObject *self, PyObject *unused)
     if (!st.enabled)
         Py_RETURN_NONE;
     if (_PyInterpreterState_GetEvalFrameFunc(st.interp) != pyebpf_eval) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "pyebpf_jit: another frame evaluator was installed after ours; "
-                        "not replacing it");
+        PyErr_SetString(PyExc_RuntimeError, "pyebpf_jit: another frame evaluator was installed after ours; "
+                                            "not replacing it");
         return NULL;
     }
     _PyInterpreterState_SetEvalFrameFunc(st.interp, st.prev ? st.prev : _PyEval_EvalFrameDefault);
@@ -374,13 +370,13 @@ static PyObject *py_stats(PyObject *self, PyObject *unused)
 {
     const char *path = st.jit ? pyjit_jitdump_path(st.jit) : NULL;
     unsigned live = st.jit ? pyjit_sinks(st.jit) : 0;
-    return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:d,s:n,s:n,s:I,s:I,s:s,s:i}", "trampolines", (unsigned long long)st.made,
-        "reused", (unsigned long long)st.reused, "failed", (unsigned long long)st.failed,
-        "retired", (unsigned long long)st.retired, "publish_us",
-        st.made ? (double)st.publish_ns / 1e3 / (double)st.made : 0.0, "mapped_bytes",
-        (Py_ssize_t)tramp_arena_mapped(&st.arena), "stride", (Py_ssize_t)st.arena.stride,
-        "sinks", st.sinks, "live_sinks", live, "jitdump_path", path, "fast_extra", st.fast_extra);
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:d,s:n,s:n,s:I,s:I,s:s,s:i}", "trampolines",
+                         (unsigned long long)st.made, "reused", (unsigned long long)st.reused, "failed",
+                         (unsigned long long)st.failed, "retired", (unsigned long long)st.retired,
+                         "publish_us", st.made ? (double)st.publish_ns / 1e3 / (double)st.made : 0.0,
+                         "mapped_bytes", (Py_ssize_t)tramp_arena_mapped(&st.arena), "stride",
+                         (Py_ssize_t)st.arena.stride, "sinks", st.sinks, "live_sinks", live, "jitdump_path",
+                         path, "fast_extra", st.fast_extra);
 }
 
 static PyMethodDef methods[] = {
@@ -395,8 +391,15 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_native", "Per-function trampolines for gdb and perf.", -1, methods,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "_native",
+    "Per-function trampolines for gdb and perf.",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__native(void)
