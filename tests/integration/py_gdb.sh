@@ -64,5 +64,5 @@ for py in "${pythons[@]}"; do
     else
         pass "$name"
     fi
-    [ -n "${VERBOSE:-}" ] && grep -E '^#' "$bt"
+    if [ -n "${VERBOSE:-}" ]; then grep -E "^#" "$bt"; fi
 done
