@@ -67,12 +67,40 @@ except ValueError:
 print("ok", s["trampolines"])
 PY
 
+cat > "$TMP/small.py" <<'PY'
+import os, sys
+import pyebpf_jit
+def work():
+    return os.getpid()
+print(work(), __name__, sys.argv[1:], pyebpf_jit.is_enabled())
+PY
+echo '{"a": 1}' > "$TMP/x.json"
+
+# python -m pyebpf_jit: a script (perf map sink), -m module and -c command (jitdump sink)
+cli_ok() { # PY PKG
+    local py=$1 pkg=$2 out pid
+    out=$(cd "$TMP" && PYTHONPATH="$pkg" "$py" -m pyebpf_jit --perf-map small.py a1 --x) || return 1
+    pid=${out%% *}
+    [ "$out" = "$pid __main__ ['a1', '--x'] True" ] || { echo "script: $out"; return 1; }
+    grep -q " py::work:.*small.py$" "/tmp/perf-$pid.map" || { echo "no py::work in perf map"; return 1; }
+    rm -f "/tmp/perf-$pid.map"
+    mkdir -p "$TMP/jd"
+    out=$(cd "$TMP" && PYTHONPATH="$pkg" "$py" -m pyebpf_jit --jitdump --jitdump-dir "$TMP/jd" \
+        -m json.tool x.json) || return 1
+    [ "$(echo $out)" = '{ "a": 1 }' ] || { echo "-m: $out"; return 1; }
+    out=$(cd "$TMP" && PYTHONPATH="$pkg" "$py" -m pyebpf_jit -c \
+        'import sys, pyebpf_jit; print(sys.argv, pyebpf_jit.is_enabled())' b1) || return 1
+    [ "$out" = "['-c', 'b1'] True" ] || { echo "-c: $out"; return 1; }
+    ls "$TMP/jd"/jit-*.dump > /dev/null 2>&1 || { echo "no jit-PID.dump"; return 1; }
+}
+
 for v in 3.11.7 3.12.1 3.13.0; do
     py=/root/.pyenv/versions/$v/bin/python${v%.*}
     pkg="$BUILD/python${v%.*}"
     if [ ! -x "$py" ]; then
         skip "CPython test modules pass with pyebpf_jit ($v)" "$py not installed"
         skip "threads, fork (child writes its own jit-PID.dump), enable/disable ($v)" "$py not installed"
+        skip "python -m pyebpf_jit script / -m / -c ($v)" "$py not installed"
         continue
     fi
     if ! ls "$pkg"/pyebpf_jit/_native*.so > /dev/null 2>&1; then
@@ -99,5 +127,10 @@ for v in 3.11.7 3.12.1 3.13.0; do
         pass "threads, fork (child writes its own jit-PID.dump), enable/disable ($v)"
     else
         fail "threads, fork (child writes its own jit-PID.dump), enable/disable ($v)" "$(echo "$out" | tail -3 | tr '\n' '|')"
+    fi
+    if why=$(cli_ok "$py" "$pkg" 2>&1); then
+        pass "python -m pyebpf_jit script / -m / -c ($v)"
+    else
+        fail "python -m pyebpf_jit script / -m / -c ($v)" "$(echo "$why" | tail -3 | tr '\n' '|')"
     fi
 done
