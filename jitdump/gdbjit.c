@@ -109,7 +109,7 @@ struct gdbjit {
     unsigned cap[GDBJIT_MAX_LEVELS];   /* regions in a full image of each level */
     unsigned count[GDBJIT_MAX_LEVELS]; /* images at each level */
     struct slot *slots;
-    size_t nslots, used; /* used counts live and tombstone slots */
+    size_t nslots, used, live; /* used: live and tombstone slots */
 };
 
 static void free_entry(struct jit_code_entry *e)
@@ -241,7 +241,9 @@ static struct slot *find_slot(const struct gdbjit *g, uint64_t id)
 
 static int grow_slots(struct gdbjit *g)
 {
-    size_t n = g->nslots ? g->nslots * 2 : 64;
+    /* Double only when live entries need it; otherwise rehashing just sweeps the tombstones
+     * (publish/retire churn must not grow the table forever). */
+    size_t n = !g->nslots ? 64 : g->live * 2 >= g->nslots ? g->nslots * 2 : g->nslots;
     struct slot *s = calloc(n, sizeof(*s));
     if (!s)
         return -ENOMEM;
@@ -276,8 +278,15 @@ static int put_slot(struct gdbjit *g, uint64_t id, struct image *img)
         i = (i + 1) & (g->nslots - 1);
     if (!g->slots[i].img)
         g->used++;
+    g->live++;
     g->slots[i] = (struct slot){id, img};
     return 0;
+}
+
+static void kill_slot(struct gdbjit *g, struct slot *s)
+{
+    s->img = TOMB;
+    g->live--;
 }
 
 /* -- Merging ------------------------------------------------------------------------------ */
@@ -381,7 +390,7 @@ static int merge_level(struct gdbjit *g, unsigned level)
         if (it[i].stale) {
             free_region(it[i].r);
             if (s)
-                s->img = TOMB;
+                kill_slot(g, s);
             continue;
         }
         if (j == news[c]->n)
@@ -516,7 +525,7 @@ int gdbjit_remove(struct gdbjit *g, uint64_t id)
     while (i < img->n && img->ids[i] != id)
         i++;
     if (img->n == 1) {
-        s->img = TOMB;
+        kill_slot(g, s);
         drop_image(g, img, true);
         goto out;
     }
@@ -533,7 +542,7 @@ int gdbjit_remove(struct gdbjit *g, uint64_t id)
         img->n++;
         goto out;
     }
-    s->img = TOMB;
+    kill_slot(g, s);
     free_region(&gone);
 out:
     pthread_mutex_unlock(&gdbjit_lock);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -259,6 +260,25 @@ static void test_image_readelf(void **state)
     gdbjit_close(g);
 }
 
+static void test_churn(void **state)
+{
+    /* Publish/retire cycles: nothing accumulates (ASan checks the memory). */
+    struct gdbjit *g;
+    assert_int_equal(gdbjit_open(&g, PYJIT_ARCH_X86_64, 16), 0);
+    for (uint64_t i = 1; i <= 5000; i++) {
+        struct pyjit_region r = region(i % 64);
+        assert_int_equal(gdbjit_add(g, &r, i), 0);
+        if (i > 8)
+            assert_int_equal(gdbjit_remove(g, i - 8), 0);
+    }
+    assert_int_equal(images(), gdbjit_images(g));
+    assert_true(gdbjit_images(g) <= 8);
+    for (uint64_t i = 4993; i <= 5000; i++)
+        assert_int_equal(gdbjit_remove(g, i), 0);
+    assert_int_equal(images(), 0);
+    gdbjit_close(g);
+}
+
 /* -- pyjit dispatcher ----------------------------------------------------------------------- */
 
 static char *slurp(const char *path)
@@ -353,6 +373,47 @@ static void test_pyjit_failing_sink(void **state)
     assert_int_equal(pyjit_publish(NULL, &r, NULL), -EINVAL);
 }
 
+struct worker {
+    struct pyjit *jit;
+    size_t first;
+    uint64_t ids[250];
+};
+
+static void *publish_many(void *arg)
+{
+    struct worker *w = arg;
+    for (size_t i = 0; i < 250; i++) {
+        struct pyjit_region r = region(w->first + i);
+        if (pyjit_publish(w->jit, &r, &w->ids[i]))
+            return (void *)1;
+        if (i % 2 && pyjit_retire(w->jit, w->ids[i - 1]))
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void test_pyjit_threads(void **state)
+{
+    struct pyjit *jit;
+    assert_int_equal(pyjit_open(&jit, &(struct pyjit_options){.sinks = PYJIT_SINK_GDB}), 0);
+    struct worker w[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct worker){.jit = jit, .first = 250u * i};
+        assert_int_equal(pthread_create(&t[i], NULL, publish_many, &w[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        void *ret;
+        pthread_join(t[i], &ret);
+        assert_null(ret);
+    }
+    for (size_t i = 0; i < 1000; i++)
+        if (visible(names[i], NULL) != (int)(i % 2))
+            fail_msg("%s: visible %d", names[i], visible(names[i], NULL));
+    pyjit_close(jit);
+    assert_null(__jit_debug_descriptor.first_entry);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,7 +425,9 @@ int main(void)
         cmocka_unit_test_setup(test_one_image_per_region, reset),
         cmocka_unit_test_setup(test_far_region_new_image, reset),
         cmocka_unit_test_setup(test_image_readelf, reset),
+        cmocka_unit_test_setup(test_churn, reset),
         cmocka_unit_test_setup(test_pyjit_all_sinks, reset),
+        cmocka_unit_test_setup(test_pyjit_threads, reset),
         cmocka_unit_test_setup(test_pyjit_failing_sink, reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
