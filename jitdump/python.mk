@@ -86,3 +86,9 @@ install-python: python-ext
 	  install -m 755 $(BUILD)/python$(call py_ver,$(p))/pyebpf_jit/_native*.so "$$d/pyebpf_jit/" && \
 	  install -m 644 jitdump/pyebpf_jit.pth "$$d/pyebpf_jit.pth" || exit 1;)
 install: install-python
+
+# Trampoline overhead benchmark (results and commands: docs/python-jit.md).
+.PHONY: bench-tramp
+bench: bench-tramp
+bench-tramp: python-ext
+	$(PYTHON) bench/tramp.py --build $(BUILD)

@@ -59,6 +59,12 @@ for v in 3.11.7 3.12.1 3.13.0; do
         fail "perf report ($v)" "driver=${d:-none} hot_a=${a:-none} hot_b=${b:-none}: $(grep 'py::' "$TMP/report.txt" | head -5 | tr '\n' '|')"
     fi
 
+    if grep -qE ';py::driver:[^;]*;(.*;)?py::hot_a:' "$out/perf.folded" 2> /dev/null; then
+        pass "perf.folded ($v): stacks run py::driver -> py::hot_a"
+    else
+        fail "perf.folded ($v)" "$(head -c 300 "$out/perf.folded" 2> /dev/null)"
+    fi
+
     # Every sample in hot_a should show its callers: hot_a, then driver, then <module>.
     perf --buildid-dir "$out/.debug" script -i "$out/perf.jit.data" -F ip,sym 2> /dev/null |
         awk 'BEGIN { RS = ""; n = 0; good = 0 }
