@@ -76,7 +76,8 @@ python-info:
 	@$(foreach p,$(PYTHONS),echo "$(p): $(or $(call pyinfo,$(p)),unusable)$(if $(call py_usable,$(p)),, (skipped: needs 3.11-3.13 and Python.h))";)
 	@echo "built by: $(PY_BUILDERS)"
 
-# Installs into each interpreter's own site-packages (platlib), as pip would.
+# Installs into each interpreter's own site-packages (platlib), as pip would, and
+# scripts/pyebpf-perf into PREFIX/bin.
 install-python: python-ext
 	@$(foreach p,$(PY_USABLE),\
 	  d='$(DESTDIR)$(word 4,$(call pyinfo,$(p)))'; \
@@ -85,6 +86,8 @@ install-python: python-ext
 	  install -m 644 $(BUILD)/python$(call py_ver,$(p))/pyebpf_jit/*.py "$$d/pyebpf_jit/" && \
 	  install -m 755 $(BUILD)/python$(call py_ver,$(p))/pyebpf_jit/_native*.so "$$d/pyebpf_jit/" && \
 	  install -m 644 jitdump/pyebpf_jit.pth "$$d/pyebpf_jit.pth" || exit 1;)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 scripts/pyebpf-perf $(DESTDIR)$(PREFIX)/bin/
 install: install-python
 
 # Trampoline overhead benchmark (results and commands: docs/python-jit.md).
