@@ -8,7 +8,7 @@
  *   #5  0x... in _PyEval_EvalFrameDefault ()
  *   #6  0x7f... in py::level3:/tmp/app.py ()
  *   #7  0x... in pyebpf_eval (...)
- *   #8  0x... in _PyEval_Vector ()
+ *   #8  0x... in _PyFunction_Vectorcall ()
  *   ...
  *
  * How: a PEP 523 frame-evaluation hook (pyebpf_eval) runs every Python frame through a small
