@@ -39,7 +39,7 @@ for py in "${pythons[@]}"; do
     out="$TMP/out.$$" bt="$TMP/bt.txt"
     PYTHONPATH="$pkg" "$py" "$TMP/nested.py" > "$out" 2>&1 &
     pid=$!
-    for _ in $(seq 100); do grep -q '^ready' "$out" && break; sleep 0.1; done
+    for _ in $(seq 300); do grep -q "^ready" "$out" && break; sleep 0.1; done
     if ! grep -q '^ready' "$out"; then
         fail "$name" "program did not start: $(head -c 300 "$out")"; kill $pid 2>/dev/null; continue
     fi
