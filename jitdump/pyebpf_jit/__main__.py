@@ -44,7 +44,12 @@ def main(argv):
     if not any(kw.values()):
         kw.update(gdb=True, jitdump=True)
 
-    pyebpf_jit.enable(jitdump_dir=jitdump_dir, **kw)
+    try:
+        pyebpf_jit.enable(jitdump_dir=jitdump_dir, **kw)
+    except (ValueError, OSError, RuntimeError) as e:
+        # e.g. PYEBPF_JIT already switched it on with other sinks at start-up
+        sys.stderr.write("pyebpf_jit: %s\n" % e)
+        sys.exit(2)
     if rest[0] == "-m":
         if len(rest) < 2:
             usage(2)
