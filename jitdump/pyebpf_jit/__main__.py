@@ -48,7 +48,8 @@ def main(argv):
         pyebpf_jit.enable(jitdump_dir=jitdump_dir, **kw)
     except (ValueError, OSError, RuntimeError) as e:
         # e.g. PYEBPF_JIT already switched it on with other sinks at start-up
-        sys.stderr.write("pyebpf_jit: %s\n" % e)
+        msg = str(e)
+        sys.stderr.write(("" if msg.startswith("pyebpf_jit") else "pyebpf_jit: ") + msg + "\n")
         sys.exit(2)
     if rest[0] == "-m":
         if len(rest) < 2:
