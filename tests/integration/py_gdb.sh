@@ -36,7 +36,8 @@ for py in "${pythons[@]}"; do
     if ! ls "$pkg"/pyebpf_jit/_native*.so > /dev/null 2>&1; then
         fail "$name" "extension not built in $pkg (make)"; continue
     fi
-    out="$TMP/out.$$" bt="$TMP/bt.txt"
+    # a fresh file per run: the background shell truncates it only after we may have looked
+    out="$TMP/out.$TAP_N" bt="$TMP/bt.$TAP_N"
     PYTHONPATH="$pkg" "$py" "$TMP/nested.py" > "$out" 2>&1 &
     pid=$!
     for _ in $(seq 300); do grep -q "^ready" "$out" && break; sleep 0.1; done
