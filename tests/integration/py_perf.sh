@@ -2,6 +2,7 @@
 # perf names Python functions: scripts/pyebpf-perf record on a CPU-bound script (driver calls
 # hot_a twice and hot_b once per round), then perf report --stdio attributes sensible shares to
 # py::hot_a / py::hot_b / py::driver, and perf script call chains run hot -> driver -> <module>.
+# pyenv 3.11.7, 3.12.1, 3.13.0 and Debian's stripped /usr/bin/python3.11.
 source "$(dirname "$0")/../lib.sh"
 need_root
 need_cmd perf
@@ -28,12 +29,14 @@ print(driver(int(sys.argv[1])))
 PY
 
 debug_before=$(find "$HOME/.debug" -name 'jitted-*' 2> /dev/null | wc -l)
-for v in 3.11.7 3.12.1 3.13.0; do
-    py=/root/.pyenv/versions/$v/bin/python${v%.*}
+for py in /root/.pyenv/versions/3.11.7/bin/python3.11 /root/.pyenv/versions/3.12.1/bin/python3.12 \
+    /root/.pyenv/versions/3.13.0/bin/python3.13 /usr/bin/python3.11; do
+    case "$py" in /usr/*) v="Debian $($py -c 'import platform; print(platform.python_version())' 2> /dev/null)" ;;
+                  *) v=$(basename "$(dirname "$(dirname "$py")")") ;; esac
     if [ ! -x "$py" ]; then
         skip "pyebpf-perf record ($v)" "$py not installed"; continue
     fi
-    out="$TMP/out-$v"
+    out="$TMP/out-${v// /-}"
     if ! "$ROOT/scripts/pyebpf-perf" record -o "$out" -- "$py" "$TMP/cpu.py" 20 > "$TMP/rec.log" 2>&1 ||
         [ ! -s "$out/perf.jit.data" ]; then
         fail "pyebpf-perf record ($v)" "$(tail -3 "$TMP/rec.log" | tr '\n' '|')"; continue
