@@ -68,6 +68,18 @@ for py in /root/.pyenv/versions/3.11.7/bin/python3.11 /root/.pyenv/versions/3.12
         fail "perf.folded ($v)" "$(head -c 300 "$out/perf.folded" 2> /dev/null)"
     fi
 
+    # DEBUG_INFO: perf's object for py::hot_a carries cpu.py line 2 (its def), read by readelf.
+    obj=""
+    for f in $(find "$out/.debug" -path '*jitted-*.so/*' -name elf); do
+        if readelf -sW "$f" 2> /dev/null | grep -q ' py::hot_a:'; then obj=$f; break; fi
+    done
+    if [ -n "$obj" ] && readelf --debug-dump=decodedline "$obj" 2> /dev/null |
+        grep -qE 'cpu\.py +2 +0x'; then
+        pass "line info ($v): py::hot_a object maps to cpu.py:2 (readelf)"
+    else
+        fail "line info ($v)" "object '${obj:-none}': $(readelf --debug-dump=decodedline "$obj" 2>&1 | tail -4 | tr '\n' '|')"
+    fi
+
     # Every sample in hot_a should show its callers: hot_a, then driver, then <module>.
     perf --buildid-dir "$out/.debug" script -i "$out/perf.jit.data" -F ip,sym 2> /dev/null |
         awk 'BEGIN { RS = ""; n = 0; good = 0 }
