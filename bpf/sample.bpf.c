@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sample.bpf.c — the in-kernel half of pyebpf-sample.
+ *
+ * One perf_event program, opened by user space on every online CPU (software cpu-clock at the
+ * requested frequency). For a sample of a target process it records, into one ring-buffer
+ * record (layout in sample.h): ids, time, the kernel stack, the user registers, the user
+ * frame-pointer chain and a copy of the top of the user stack for DWARF unwinding. Samples of
+ * other processes cost one hash lookup.
+ *
+ * Records are submitted without waking the consumer (a wake-up per sample costs about as much
+ * as the sample itself); user space drains the ring on a timer. A full ring drops the record
+ * and counts it in a per-CPU counter, so loss is exact.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "sample.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Configuration, set by the loader between open and load; the verifier prunes what is off. */
+const volatile __u32 cfg_stack_copy = SAMPLE_STACK_COPY_DEFAULT; /* bytes, 0: no copy */
+const volatile bool cfg_kernel_stack = false;
+const volatile bool cfg_user_fp_stack = true;
+/* The loader's PID namespace when it is not the initial one (0: initial): targets are named by
+ * their PIDs there, so ids are translated before the filter. */
+const volatile __u64 cfg_pidns_dev = 0;
+const volatile __u64 cfg_pidns_ino = 0;
+
+/* Processes to sample (tgid -> unused). Launch mode and child tracking add entries. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, SAMPLE_MAX_TARGETS);
+    __type(key, __u32);
+    __type(value, __u8);
+} targets SEC(".maps");
+
+/* Launch mode: the forked command (tgid -> unused) becomes a target when it calls exec, so no
+ * sample shows the collector's own code running in the child before exec. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 16);
+    __type(key, __u32);
+    __type(value, __u8);
+} pending SEC(".maps");
+
+/* Highest readable address of a thread's stack (tid -> end), learnt by user space from the
+ * thread's mapping the first time it sees the thread; bounds the copy so it never crosses the
+ * end of the mapping (a read that crosses it fails whole). LRU: threads come and go. */
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, SAMPLE_MAX_THREADS);
+    __type(key, __u32);
+    __type(value, __u64);
+} stack_ends SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, SAMPLE_CNT_NR);
+    __type(key, __u32);
+    __type(value, __u64);
+} counters SEC(".maps");
+
+/* Size set by the loader (power of two, multiple of the page size). */
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, 8 << 20);
+} events SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+    __u64 *v = bpf_map_lookup_elem(&counters, &which);
+
+    if (v)
+        *v += 1;
+}
+
+/* Kernel addresses are the top half of the address space on x86-64 and arm64. (The context
+ * only allows 8-byte loads of the registers, so cs/pstate are not read.) */
+static __always_inline bool in_kernel_mode(struct bpf_perf_event_data *ctx)
+{
+    return (long)PT_REGS_IP(&ctx->regs) < 0;
+}
+
+static __always_inline void read_user_regs(struct sample_regs *out, struct pt_regs *r)
+{
+#if defined(__TARGET_ARCH_x86)
+    out->ip = r->ip;
+    out->sp = r->sp;
+    out->bp = r->bp;
+    out->bx = r->bx;
+    out->r12 = r->r12;
+    out->r13 = r->r13;
+    out->r14 = r->r14;
+    out->r15 = r->r15;
+    out->lr = 0;
+#elif defined(__TARGET_ARCH_arm64)
+    out->ip = r->pc;
+    out->sp = r->sp;
+    out->bp = r->regs[29];
+    out->bx = r->regs[19];
+    out->r12 = r->regs[20];
+    out->r13 = r->regs[21];
+    out->r14 = r->regs[22];
+    out->r15 = r->regs[23];
+    out->lr = r->regs[30];
+#endif
+}
+
+/*
+ * Copies up to `size` bytes of user stack from sp into dst. The length is bounded by the
+ * thread's stack end when known (per-thread map, or mm->start_stack for the main thread);
+ * otherwise the largest power-of-two size that reads succeeds, down to the rest of sp's page.
+ */
+static __always_inline __u32 copy_stack(struct sample_event *ev, struct task_struct *task, __u32 tid,
+                                        __u32 tgid, __u32 size)
+{
+    __u64 sp = ev->regs.sp, end = 0, len = size;
+    __u64 *known = bpf_map_lookup_elem(&stack_ends, &tid);
+
+    if (known)
+        end = *known;
+    else if (tid == tgid)
+        end = BPF_CORE_READ(task, mm, start_stack);
+    if (end > sp && end - sp < len) {
+        len = end - sp;
+        ev->flags |= SAMPLE_F_COPY_BOUNDED;
+    }
+    len &= ~7ULL;
+    if (len > size)
+        len = size;
+    barrier_var(len);
+    if (len <= SAMPLE_STACK_COPY_MAX && bpf_probe_read_user(ev->stack, len, (void *)sp) == 0)
+        return len;
+
+    count(SAMPLE_CNT_COPY_RETRY);
+    ev->flags |= SAMPLE_F_COPY_SHORT;
+    for (int i = 0; i < 8; i++) {
+        len >>= 1;
+        if (len < SAMPLE_STACK_COPY_MIN)
+            break;
+        barrier_var(len);
+        if (len <= SAMPLE_STACK_COPY_MAX && len <= size &&
+            bpf_probe_read_user(ev->stack, len, (void *)sp) == 0)
+            return len;
+    }
+    /* The page holding sp is mapped whenever sp is valid. */
+    len = 4096 - (sp & 4095);
+    if (len > size)
+        len = size;
+    barrier_var(len);
+    if (len <= SAMPLE_STACK_COPY_MAX && len <= size && bpf_probe_read_user(ev->stack, len, (void *)sp) == 0)
+        return len;
+    ev->flags |= SAMPLE_F_COPY_ERR;
+    count(SAMPLE_CNT_COPY_ERR);
+    return 0;
+}
+
+SEC("perf_event")
+int sample(struct bpf_perf_event_data *ctx)
+{
+    __u64 id = bpf_get_current_pid_tgid();
+    __u32 tgid = id >> 32, tid = (__u32)id;
+    __u32 size = cfg_stack_copy;
+    struct sample_event *ev;
+    struct task_struct *task;
+    long n;
+
+    if (cfg_pidns_ino) {
+        struct bpf_pidns_info ns;
+
+        /* fails for tasks outside the namespace: they cannot be targets */
+        if (bpf_get_ns_current_pid_tgid(cfg_pidns_dev, cfg_pidns_ino, &ns, sizeof(ns)))
+            return 0;
+        tgid = ns.tgid;
+        tid = ns.pid;
+    }
+    if (!bpf_map_lookup_elem(&targets, &tgid))
+        return 0;
+    count(SAMPLE_CNT_MATCHED);
+
+    if (size > SAMPLE_STACK_COPY_MAX)
+        size = SAMPLE_STACK_COPY_MAX;
+    ev = bpf_ringbuf_reserve(&events, sizeof(*ev) + size, 0);
+    if (!ev) {
+        count(SAMPLE_CNT_LOST);
+        return 0;
+    }
+
+    ev->pid = tgid;
+    ev->tid = tid;
+    ev->cpu = bpf_get_smp_processor_id();
+    ev->flags = in_kernel_mode(ctx) ? SAMPLE_F_IN_KERNEL : 0;
+    ev->time_ns = bpf_ktime_get_ns();
+    ev->py_count = 0;
+    ev->py_flags = 0;
+    ev->kstack_len = 0;
+    ev->ustack_len = 0;
+    ev->stack_len = 0;
+    ev->stack_addr = 0;
+    bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+
+    if (cfg_kernel_stack && (ev->flags & SAMPLE_F_IN_KERNEL)) {
+        n = bpf_get_stack(ctx, ev->kstack, sizeof(ev->kstack), 0);
+        if (n >= 0)
+            ev->kstack_len = n;
+        else
+            ev->flags |= SAMPLE_F_KSTACK_ERR;
+    }
+
+    task = bpf_get_current_task_btf();
+    if (!task->mm) {
+        ev->flags |= SAMPLE_F_NO_UREGS;
+        __builtin_memset(&ev->regs, 0, sizeof(ev->regs));
+        bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+        return 0;
+    }
+    /* ctx->regs are the kernel's registers when the sample landed in the kernel; the user
+     * registers are the ones saved at kernel entry. */
+    read_user_regs(&ev->regs, (struct pt_regs *)bpf_task_pt_regs(task));
+
+    if (cfg_user_fp_stack) {
+        n = bpf_get_stack(ctx, ev->ustack, sizeof(ev->ustack), BPF_F_USER_STACK);
+        if (n >= 0)
+            ev->ustack_len = n;
+        else
+            ev->flags |= SAMPLE_F_USTACK_ERR;
+    }
+
+    if (size) {
+        ev->stack_addr = ev->regs.sp;
+        ev->stack_len = copy_stack(ev, task, tid, tgid, size);
+    }
+    bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+    return 0;
+}
+
+/* --children: a process forked by a target becomes a target (threads share the tgid already).
+ * Loaded and attached only when asked for. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(follow_fork, struct task_struct *parent, struct task_struct *child)
+{
+    __u32 ptgid = parent->tgid, ctgid = child->tgid;
+    __u8 one = 1;
+
+    if (ptgid == ctgid)
+        return 0;
+    if (cfg_pidns_ino) {
+        /* The parent runs the fork: its ids come from the helper; the child, a new process and
+         * its own group leader, is numbered at the same namespace level. */
+        struct bpf_pidns_info ns;
+        struct pid *cpid = child->thread_pid;
+        unsigned int level;
+        struct upid up;
+
+        if (bpf_get_ns_current_pid_tgid(cfg_pidns_dev, cfg_pidns_ino, &ns, sizeof(ns)))
+            return 0;
+        level = BPF_CORE_READ(parent, thread_pid, level);
+        if (level > 32 || bpf_probe_read_kernel(&up, sizeof(up), &cpid->numbers[level]))
+            return 0;
+        ptgid = ns.tgid;
+        ctgid = up.nr;
+    }
+    if (!bpf_map_lookup_elem(&targets, &ptgid))
+        return 0;
+    bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+    return 0;
+}
+
+/* Launch mode: a pending process becomes a target at its exec. Loaded only in launch mode. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(start_on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+    __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    __u8 one = 1;
+
+    if (cfg_pidns_ino) {
+        struct bpf_pidns_info ns;
+
+        if (bpf_get_ns_current_pid_tgid(cfg_pidns_dev, cfg_pidns_ino, &ns, sizeof(ns)))
+            return 0;
+        tgid = ns.tgid;
+    }
+    if (!bpf_map_lookup_elem(&pending, &tgid))
+        return 0;
+    bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
+    bpf_map_delete_elem(&pending, &tgid);
+    return 0;
+}

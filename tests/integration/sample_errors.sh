@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# pyebpf-sample's command line and failures: usage errors, bad PIDs, missing rights, a command
+# that cannot run, a target that exits, a signal to the collector. Each failure must be one
+# clear line on stderr and a non-zero exit status.
+source "$(dirname "$0")/../lib.sh"
+S=$BUILD/pyebpf-sample
+P=$BUILD/progs
+need_file "$S"
+
+# run NAME: runs the rest, keeps status in $rc, stderr in $TMP/err, stdout in $TMP/out
+run() { "$@" > "$TMP/out" 2> "$TMP/err"; rc=$?; }
+one_line() { [ "$(wc -l < "$TMP/err")" -eq 1 ]; }
+
+run "$S" --help
+check "--help exits 0 and prints usage" [ $rc -eq 0 ]
+check "--help names the options" grep -q -- '--unwind' "$TMP/out"
+run "$S" --version
+check "--version prints the version" grep -qE '^pyebpf-sample [0-9]+\.[0-9]+' "$TMP/out"
+run "$S"
+check "no target: exit 2, one line" bash -c "[ $rc -eq 2 ] && grep -q 'missing PID' '$TMP/err'"
+run "$S" notapid
+check "non-numeric PID: exit 2" bash -c "[ $rc -eq 2 ] && grep -q 'is not a PID' '$TMP/err'"
+run "$S" --bogus 1
+check "unknown option: exit 2" [ $rc -eq 2 ]
+run "$S" -F 0 1
+check "bad frequency: exit 2" bash -c "[ $rc -eq 2 ] && grep -q 'bad frequency' '$TMP/err'"
+run "$S" --unwind lbr 1
+check "bad --unwind: exit 2" bash -c "[ $rc -eq 2 ] && grep -q 'fp, dwarf or auto' '$TMP/err'"
+run "$S" --stack-size 100 1
+check "bad --stack-size: exit 2" [ $rc -eq 2 ]
+run "$S" -f dot 1
+check "bad format: exit 2" bash -c "[ $rc -eq 2 ] && grep -q 'bad format' '$TMP/err'"
+
+# a PID that existed and is gone
+true & gone=$!
+wait $gone
+run "$S" "$gone"
+check "PID that does not exist: non-zero exit" [ $rc -ne 0 ]
+check "PID that does not exist: one clear line" \
+    bash -c "grep -q 'no process with PID $gone' '$TMP/err' && [ \$(wc -l < '$TMP/err') -eq 1 ]"
+
+need_root
+need_cmd setpriv
+
+# a process of another user, without CAP_SYS_PTRACE
+sleep 30 & victim=$!
+run setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all --bounding-set=-all \
+    "$S" -d 1 "$victim"
+check "no permission for PID: non-zero exit" [ $rc -ne 0 ]
+check "no permission for PID: names CAP_SYS_PTRACE" \
+    bash -c "grep -q 'no permission' '$TMP/err' && grep -q CAP_SYS_PTRACE '$TMP/err'"
+one_line && pass "no permission for PID: one line" || fail "no permission for PID: one line" "$(cat "$TMP/err")"
+
+# capabilities dropped: no BPF (the target holds no capabilities either, so the collector may
+# read it without CAP_SYS_PTRACE and fails at the BPF step)
+setpriv --inh-caps=-all --bounding-set=-all sleep 30 & plain=$!
+run setpriv --inh-caps=-all --bounding-set=-all "$S" -d 1 "$plain"
+check "no capabilities: non-zero exit" [ $rc -ne 0 ]
+check "no capabilities: names CAP_BPF and CAP_PERFMON" \
+    bash -c "grep -q CAP_BPF '$TMP/err' && grep -q CAP_PERFMON '$TMP/err'"
+check "no capabilities: suggests --no-bpf" grep -q -- '--no-bpf' "$TMP/err"
+one_line && pass "no capabilities: one line" || fail "no capabilities: one line" "$(cat "$TMP/err")"
+run setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all --bounding-set=-all \
+    "$S" -d 1 -- /bin/true
+check "as nobody: names the missing capability" \
+    bash -c "[ $rc -ne 0 ] && grep -q 'missing capability CAP_BPF' '$TMP/err'"
+kill "$victim" "$plain" 2> /dev/null; wait "$victim" "$plain" 2> /dev/null
+
+# a command that cannot run
+run "$S" -q -- /nonexistent/command
+check "command that cannot run: non-zero exit, names it" \
+    bash -c "[ $rc -ne 0 ] && grep -q \"cannot run '/nonexistent/command'\" '$TMP/err'"
+
+# a non-Python target is fine; the launched command's exit ends the run with output
+need_file "$P/callgraph"
+start=$(date +%s.%N)
+run "$S" -q -F 499 -d 20 --stats -o "$TMP/short.folded" -- "$P/callgraph" 1
+end=$(date +%s.%N)
+check "target exits: exit 0" [ $rc -eq 0 ]
+check "target exits: run ends with it (< 5 s, not the 20 s asked)" \
+    awk -v a="$start" -v b="$end" 'BEGIN { exit !(b - a < 5) }'
+check "target exits: folded lines written" grep -qE '^[^ ].* [0-9]+$' "$TMP/short.folded"
+check "target exits: stats say so" grep -q '^stopped_by: target_exited$' "$TMP/err"
+check "target exits: every line is 'stack count'" \
+    bash -c "! grep -vqE '^[^ ].* [0-9]+$' '$TMP/short.folded'"
+
+# attach to a running process by PID; SIGTERM to the collector writes what it has
+"$P/callgraph" 20 & busy=$!
+"$S" -q -F 499 --stats -o "$TMP/term.folded" "$busy" 2> "$TMP/term.err" & col=$!
+sleep 2
+kill -TERM "$col"
+wait "$col"; rc=$?
+check "SIGTERM: exit 0" [ $rc -eq 0 ]
+check "SIGTERM: profile written" grep -qE 'main;a;b;c.* [0-9]+$' "$TMP/term.folded"
+check "SIGTERM: stats say so" grep -q '^stopped_by: signal$' "$TMP/term.err"
+check "PID mode: target keeps running after the collector stops" kill -0 "$busy"
+"$S" -q -F 499 -o "$TMP/int.folded" "$busy" 2> /dev/null & col=$!
+sleep 1
+kill -INT "$col"
+wait "$col"; rc=$?
+check "SIGINT: exit 0 and profile written" bash -c "[ $rc -eq 0 ] && [ -s '$TMP/int.folded' ]"
+kill "$busy"; wait "$busy" 2> /dev/null
+
+# duration shorter than the launched command: the command is stopped, output written
+run "$S" -q -F 499 -d 1 -o "$TMP/dur.folded" -- "$P/callgraph" 30
+check "duration ends the run: exit 0, output written" \
+    bash -c "[ $rc -eq 0 ] && [ -s '$TMP/dur.folded' ]"
+check "duration ends the run: launched command is gone" \
+    bash -c "! pgrep -f '^$P/callgraph 30$' > /dev/null"
+
+# -o to a FIFO (like /dev/stdout or a device) is written in place, never replaced by a file
+mkfifo "$TMP/fifo"
+cat "$TMP/fifo" > "$TMP/fifo.out" & reader=$!
+run "$S" -q -F 499 -d 1 -o "$TMP/fifo" -- "$P/callgraph" 2
+wait "$reader"
+check "-o FIFO: exit 0, stacks read from the FIFO" \
+    bash -c "[ $rc -eq 0 ] && grep -qE 'main;a;b;c [0-9]+$' '$TMP/fifo.out'"
+check "-o FIFO: still a FIFO afterwards" test -p "$TMP/fifo"
+
+# render subcommand: folded → svg through the same binary
+run "$S" -q -F 499 -d 1 -o "$TMP/r.folded" -- "$P/callgraph" 2
+run "$S" render "$TMP/r.folded" -o "$TMP/r.svg"
+check "render: folded → SVG" bash -c "[ $rc -eq 0 ] && grep -q '<svg' '$TMP/r.svg'"
+
+# a symlink planted at the output path is replaced, never followed, even to a FIFO
+mkfifo "$TMP/fifo2"
+ln -s "$TMP/fifo2" "$TMP/planted.folded"
+run timeout 20 "$S" -q -F 499 -d 1 -o "$TMP/planted.folded" -- "$P/callgraph" 2
+check "-o planted symlink: replaced by a regular file" \
+    bash -c "[ $rc -eq 0 ] && [ -f '$TMP/planted.folded' ] && [ ! -L '$TMP/planted.folded' ]"
+check "-o planted symlink: its target untouched" test -p "$TMP/fifo2"

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# pyebpf-sample on native workloads: known call graph with frame-pointer and DWARF unwinding,
+# kernel frames, JIT frames, and sample loss at 1 kHz on a busy two-thread target.
+source "$(dirname "$0")/../lib.sh"
+need_root
+S=$BUILD/pyebpf-sample
+P=$BUILD/progs
+need_file "$S"
+need_file "$P/callgraph"
+need_file "$P/callgraph-nofp"
+need_file "$P/syscalls"
+
+# sum FILE ERE: total count of the folded lines whose stack matches ERE
+sum() { awk -v re="$2" '{ n = $NF; $NF = ""; if ($0 ~ re) s += n } END { print s + 0 }' "$1"; }
+
+# callgraph FILE NAME: c ≈ 2/3 and d ≈ 1/3 of the samples under main;a (±5 points)
+check_callgraph() {
+    local f=$1 name=$2 all c d
+    all=$(sum "$f" '(^|;)main;a(;|$| )')
+    c=$(sum "$f" '(^|;)main;a;b;c(;|$| )')
+    d=$(sum "$f" '(^|;)main;a;d(;|$| )')
+    total=$(sum "$f" '.')
+    echo "# $name: total=$total main;a=$all main;a;b;c=$c main;a;d=$d"
+    if [ "$all" -lt 200 ]; then
+        fail "$name: enough samples under main;a" "only $all of $total"; return
+    fi
+    # nearly every sample of the workload is under main;a (the rest: clock_gettime, startup)
+    check "$name: >= 90% of samples reach main;a ($all/$total)" \
+        awk -v a="$all" -v t="$total" 'BEGIN { exit !(a >= 0.9 * t) }'
+    check "$name: main;a;b;c is 66.7% +-5 of main;a ($c/$all)" \
+        awk -v x="$c" -v a="$all" 'BEGIN { p = 100 * x / a; exit !(p > 61.7 && p < 71.7) }'
+    check "$name: main;a;d is 33.3% +-5 of main;a ($d/$all)" \
+        awk -v x="$d" -v a="$all" 'BEGIN { p = 100 * x / a; exit !(p > 28.3 && p < 38.3) }'
+}
+
+# 1. frame pointers on the -fno-omit-frame-pointer build
+if "$S" -q -F 999 --unwind fp -o "$TMP/fp.folded" -- "$P/callgraph" 4 2> "$TMP/fp.err"; then
+    pass "fp: sampled callgraph"
+    check_callgraph "$TMP/fp.folded" "fp"
+else
+    fail "fp: sampled callgraph" "$(head -c 300 "$TMP/fp.err")"
+fi
+
+# 2. DWARF unwinding from the stack copy on the build without frame pointers
+if "$S" -q -F 999 --unwind dwarf --stats -o "$TMP/dwarf.folded" -- "$P/callgraph-nofp" 4 \
+    2> "$TMP/dwarf.err"; then
+    pass "dwarf: sampled callgraph-nofp"
+    check_callgraph "$TMP/dwarf.folded" "dwarf"
+    # frame pointers alone cannot do this: the same build with --unwind fp loses the chain
+    "$S" -q -F 999 --unwind fp -o "$TMP/nofp-fp.folded" -- "$P/callgraph-nofp" 2 2> /dev/null
+    c=$(sum "$TMP/nofp-fp.folded" '(^|;)main;a;b;c(;|$| )')
+    t=$(sum "$TMP/nofp-fp.folded" '.')
+    echo "# nofp build with --unwind fp: main;a;b;c=$c of $t"
+else
+    fail "dwarf: sampled callgraph-nofp" "$(head -c 300 "$TMP/dwarf.err")"
+fi
+
+# 3. kernel frames, joined under the user frames that made the system calls
+if "$S" -q -F 999 --kernel -o "$TMP/k.folded" -- "$P/syscalls" 3 2> "$TMP/k.err"; then
+    k=$(sum "$TMP/k.folded" '_\[k\]')
+    t=$(sum "$TMP/k.folded" '.')
+    j=$(sum "$TMP/k.folded" 'main;do_(writes|getpid|reads);.*_\[k\]')
+    echo "# kernel: $k of $t samples have _[k] frames, $j under main;do_*"
+    check "kernel: _[k] frames in >= 30% of samples ($k/$t)" \
+        awk -v k="$k" -v t="$t" 'BEGIN { exit !(t > 50 && k >= 0.3 * t) }'
+    check "kernel: user chain main;do_* joins kernel frames ($j)" [ "$j" -gt 0 ]
+    check "kernel: a syscall entry frame is named" grep -qE '(entry_SYSCALL|do_syscall)[^;]*_\[k\]' "$TMP/k.folded"
+    "$S" -q -F 999 -o "$TMP/nok.folded" -- "$P/syscalls" 1 2> /dev/null
+    check "kernel: no _[k] frames without --kernel" bash -c "! grep -q '_\[k\]' '$TMP/nok.folded'"
+else
+    fail "kernel: sampled syscalls" "$(head -c 300 "$TMP/k.err")"
+fi
+
+# 4. JIT frames: jitprog runs main → run_chain → jit_a → jit_b → jit_c (trampolines it
+# publishes through libpyjit) → innermost(), spinning there. The frames must be named from the
+# target's publications and unwound through to main: with frame pointers (names from the perf
+# map), and with DWARF on the build without frame pointers, which needs the CFI the target
+# published in its jitdump for the trampolines.
+if [ -x "$P/jitprog" ]; then
+    for mode in fp dwarf auto; do
+        case $mode in
+            fp) prog=$P/jitprog sinks=perfmap ;;       # names only; the kernel walks the chain
+            dwarf) prog=$P/jitprog-nofp sinks=jitdump ;; # needs the published CFI
+            auto) prog=$P/jitprog sinks=perfmap ;;     # no CFI for the JIT: frame pointers in the copy
+        esac
+        if "$S" -q -F 999 --unwind $mode -o "$TMP/jit-$mode.folded" -- "$prog" \
+            --sinks $sinks --jitdump-dir "$TMP" --spin 3 > "$TMP/jit.out" 2> "$TMP/jit.err"
+        then
+            jpid=$(awk '$1 == "ready" { print $2 }' "$TMP/jit.out")
+            [ -n "$jpid" ] && rm -f "/tmp/perf-$jpid.map" "/tmp/jit-$jpid.dump"
+            t=$(sum "$TMP/jit-$mode.folded" '.')
+            j=$(sum "$TMP/jit-$mode.folded" '(^|;)main;(run_chain;)?[^;]*jit_a[^;]*;[^;]*jit_b[^;]*;[^;]*jit_c[^;]*;innermost(;|$| )')
+            echo "# jit ($mode, $(basename "$prog"), $sinks): $j of $t samples read main;jit_a;jit_b;jit_c;innermost"
+            check "jit ($mode, $(basename "$prog"), $sinks): named JIT frames between main and innermost ($j/$t)" \
+                awk -v j="$j" -v t="$t" 'BEGIN { exit !(t > 50 && j >= 0.8 * t) }'
+        else
+            fail "jit ($mode): sampled jitprog" "$(head -c 300 "$TMP/jit.err")"
+        fi
+    done
+else
+    skip "jit: sampled jitprog" "build/progs/jitprog not built (tests/progs/jitprog.c missing)"
+fi
+
+# 5. loss: 10 s at 1 kHz on a busy two-thread target
+if "$S" -q -F 1000 -d 10 --stats --threads -o "$TMP/loss.folded" -- "$P/callgraph" 15 2 \
+    2> "$TMP/loss.err"; then
+    samples=$(awk '$1 == "samples:" { print $2 }' "$TMP/loss.err")
+    lost=$(awk '$1 == "lost:" { print $2 }' "$TMP/loss.err")
+    cpu=$(awk '$1 == "collector_cpu_us_per_sample:" { print $2 }' "$TMP/loss.err")
+    echo "# loss: samples=$samples lost=$lost collector_cpu_us_per_sample=$cpu"
+    check "loss: samples counted ($samples)" [ "${samples:-0}" -gt 500 ]
+    check "loss: < 0.1% lost ($lost of $samples; collector_cpu_us_per_sample $cpu)" \
+        awk -v l="$lost" -v s="$samples" 'BEGIN { exit !(l < 0.001 * (s + l)) }'
+    for key in samples lost unwind_errors duration_s collector_cpu_us_per_sample; do
+        check "stats: has '$key: value'" grep -qE "^$key: [0-9.]+$" "$TMP/loss.err"
+    done
+    roots=$(cut -d';' -f1 "$TMP/loss.folded" | grep -E '^thread [0-9]+ \(callgraph\)$' | sort -u | wc -l)
+    check "--threads: one root frame per thread, 'thread TID (comm)' ($roots)" [ "$roots" -eq 2 ]
+    check "stats: duration_s is the 10 s asked for" \
+        awk '$1 == "duration_s:" { exit !($2 > 9.5 && $2 < 11) }' "$TMP/loss.err"
+else
+    fail "loss: 10 s at 1 kHz" "$(head -c 300 "$TMP/loss.err")"
+fi
+
+# 6. a ring buffer far too small for the rate: losses are counted exactly, never hidden
+if "$S" -q -F 10000 --ring-size 65536 -d 2 --stats -o "$TMP/ov.folded" -- "$P/callgraph" 3 2 \
+    2> "$TMP/ov.err"; then
+    read -r samples lost matched < <(awk '$1 == "samples:" { s = $2 } $1 == "lost:" { l = $2 }
+        $1 == "kernel_matched:" { m = $2 } END { print s, l, m }' "$TMP/ov.err")
+    echo "# overflow: samples=$samples lost=$lost kernel_matched=$matched"
+    check "overflow: samples are lost with a 64 KiB ring at 10 kHz ($lost)" [ "${lost:-0}" -gt 0 ]
+    check "overflow: samples + lost = samples the kernel matched" [ $((samples + lost)) -eq "$matched" ]
+    check "overflow: the stacks that arrived are intact" \
+        bash -c "[ \$(grep -cE '(^|;)main;a;(b;c|d) [0-9]+$' '$TMP/ov.folded') -ge 2 ]"
+else
+    fail "overflow: tiny ring buffer" "$(head -c 300 "$TMP/ov.err")"
+fi
+
+# 7. --children: processes the target forks are sampled too; without it only the target is
+sh_cmd="$P/callgraph 1; $P/syscalls 1"
+"$S" -q -F 499 --children --threads -o "$TMP/ch.folded" -- sh -c "$sh_cmd" 2> /dev/null
+check "--children: the forked callgraph is sampled" grep -qE '^thread [0-9]+ \(callgraph\);.*main;a;b;c [0-9]+$' "$TMP/ch.folded"
+check "--children: the forked syscalls is sampled" grep -qE '^thread [0-9]+ \(syscalls\);.*main;do_' "$TMP/ch.folded"
+"$S" -q -F 499 --threads -o "$TMP/noch.folded" -- sh -c "$sh_cmd" 2> /dev/null
+check "no --children: forked processes are not sampled" \
+    bash -c "! grep -qE '\((callgraph|syscalls)\)' '$TMP/noch.folded'"
+
+# 8. a real interpreter without frame pointers: DWARF (auto) unwinds CPython's native stack
+# from the eval loop to _start, on the pyenv build (full symbols) and on Debian's stripped
+# python3.11 (dynamic symbols; local functions print as python3.11+0xOFF)
+PY_LOOP='import time
+e = time.time() + 2
+def f():
+    x = 0
+    for i in range(10000): x += i
+while time.time() < e: f()'
+for py in /root/.pyenv/versions/3.11.7/bin/python3.11 /usr/bin/python3.11; do
+    [ -x "$py" ] || { skip "python native stack: $py" "not installed"; continue; }
+    "$S" -q -F 999 -o "$TMP/py.folded" -- "$py" -c "$PY_LOOP" 2> "$TMP/py.err"
+    t=$(sum "$TMP/py.folded" '.')
+    j=$(sum "$TMP/py.folded" '^_start;.*;Py_BytesMain;.*;PyEval_EvalCode;_PyEval_EvalFrameDefault(;|$| )')
+    echo "# $py: $j of $t samples read _start;...;Py_BytesMain;...;_PyEval_EvalFrameDefault"
+    check "python native stack ($py): _start → Py_BytesMain → eval loop in >= 80% ($j/$t)" \
+        awk -v j="$j" -v t="$t" 'BEGIN { exit !(t > 50 && j >= 0.8 * t) }'
+done
+
+# 9. run from inside a new PID namespace (as in a container): the program translates the
+# kernel's ids into the namespace's, for the target and for the processes it forks
+if command -v unshare > /dev/null; then
+    unshare --pid --fork --mount-proc "$S" -q -F 999 --threads -o "$TMP/ns.folded" -- \
+        "$P/callgraph" 2 2> "$TMP/ns.err"
+    check "pid namespace: target sampled by its namespace PID" \
+        grep -qE '^thread [0-9] \(callgraph\);.*main;a;b;c [0-9]+$' "$TMP/ns.folded"
+    unshare --pid --fork --mount-proc "$S" -q -F 999 --children --threads -o "$TMP/nsch.folded" \
+        -- sh -c "$P/callgraph 1" 2> /dev/null
+    check "pid namespace: --children follows a fork" \
+        grep -qE '^thread [0-9] \(callgraph\);.*main;a;b;c [0-9]+$' "$TMP/nsch.folded"
+else
+    skip "pid namespace" "needs unshare (util-linux)"
+fi
+
+# 10. only the target is sampled: a second busy process running the same program never shows up
+"$P/callgraph" 4 & other=$!
+"$S" -q -F 999 --threads -o "$TMP/iso.folded" -- "$P/callgraph" 3 2> /dev/null
+wait "$other"
+check "isolation: the other busy process is absent" bash -c "! grep -q '^thread $other ' '$TMP/iso.folded'"
+n=$(cut -d';' -f1 "$TMP/iso.folded" | sort -u | wc -l)
+check "isolation: one thread root, the target's ($n)" [ "$n" -eq 1 ]

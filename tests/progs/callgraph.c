@@ -1,0 +1,106 @@
+/*
+ * callgraph — a CPU-bound workload with a known call graph, for checking sampled stacks:
+ *
+ *   main → a → b → c    2/3 of the time (c does 2 units of work per round)
+ *   main → a → d        1/3 of the time (d does 1 unit)
+ *
+ * Usage: callgraph [SECONDS [THREADS]]   (default 3 s, 1 thread; each thread runs the graph)
+ * Built twice by the Makefile: with frame pointers (callgraph) and without (callgraph-nofp).
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define UNIT 200000 /* iterations of the work loop in one unit (~0.2-0.5 ms) */
+
+static volatile uint64_t sink;
+static double run_seconds = 3.0;
+
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Keeps c and d from being leaf functions: the compiler gives leaves no frame even with
+ * -fno-omit-frame-pointer, and a frame-pointer walk from a frameless leaf skips its caller. */
+static __attribute__((noinline)) uint64_t publish(uint64_t x)
+{
+    sink = x;
+    return x + 1;
+}
+
+/* The same loop in c and d, so that time follows the unit count. */
+#define WORK(x, units)                                                                                       \
+    for (long i = 0; i < (long)(units)*UNIT; i++) {                                                          \
+        x ^= x << 13;                                                                                        \
+        x ^= x >> 7;                                                                                         \
+        x ^= x << 17;                                                                                        \
+    }
+
+__attribute__((noinline)) uint64_t c(uint64_t x)
+{
+    WORK(x, 2);
+    return publish(x);
+}
+
+__attribute__((noinline)) uint64_t d(uint64_t x)
+{
+    WORK(x, 1);
+    return publish(x);
+}
+
+__attribute__((noinline)) uint64_t b(uint64_t x)
+{
+    x = c(x);
+    sink = x;
+    return x + 1;
+}
+
+__attribute__((noinline)) uint64_t a(uint64_t x)
+{
+    x = b(x);
+    x = d(x);
+    sink = x;
+    return x + 1;
+}
+
+/* Extra threads (THREADS > 1) run worker → a → ...; the main thread calls a from main. */
+static void *worker(void *arg)
+{
+    double end = now() + run_seconds;
+    uint64_t x = 88172645463325252ull + (uintptr_t)arg;
+
+    while (now() < end)
+        x = a(x);
+    sink = x;
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int threads = argc > 2 ? atoi(argv[2]) : 1;
+    uint64_t x = 88172645463325252ull;
+    pthread_t tids[64];
+    double end;
+
+    if (argc > 1)
+        run_seconds = atof(argv[1]);
+    if (threads < 1 || threads > 64) {
+        fprintf(stderr, "callgraph: THREADS must be 1..64\n");
+        return 2;
+    }
+    for (int i = 1; i < threads; i++)
+        pthread_create(&tids[i], NULL, worker, (void *)(uintptr_t)i);
+    end = now() + run_seconds;
+    while (now() < end)
+        x = a(x);
+    sink = x;
+    for (int i = 1; i < threads; i++)
+        pthread_join(tids[i], NULL);
+    return 0;
+}

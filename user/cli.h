@@ -1,0 +1,41 @@
+/*
+ * cli — the command line of pyebpf-sample: options, their defaults and checks, the help text.
+ */
+#ifndef PYEBPF_CLI_H
+#define PYEBPF_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "proc.h"
+
+#define CLI_DEFAULT_FREQUENCY 99 /* Hz; off the common 100 Hz timers so samples do not lock step */
+#define CLI_MAX_FREQUENCY     100000
+
+struct cli_options {
+    unsigned frequency;
+    double duration;
+    const char *output;
+    const char *format;
+    bool kernel;
+    enum unwind_mode unwind;
+    uint32_t stack_size;
+    bool threads;
+    bool children;
+    bool stats;
+    bool quiet;
+    bool verbose;
+    size_t ring_size;
+    pid_t pid;
+    char **command;
+};
+
+/* Fills `o` from argv. Returns 0 to run, 1 when done (--help, --version printed), -1 on a usage
+ * error (one message printed on stderr). */
+int cli_parse(int argc, char **argv, struct cli_options *o);
+void cli_usage(FILE *f);
+
+#endif

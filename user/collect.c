@@ -1,0 +1,338 @@
+/*
+ * collect — one record → one profile stack (see collect.h).
+ */
+#include "collect.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct target {
+    pid_t pid;
+    struct proc *proc; /* NULL when proc_open failed */
+};
+
+struct thread {
+    uint32_t tid; /* 0: empty slot */
+    uint32_t frame;
+    char comm[SAMPLE_COMM_LEN];
+};
+
+struct collector {
+    struct collect_opts opts;
+    struct profile *prof;
+    struct ksyms *ksyms;
+    struct target *targets;
+    size_t ntargets, cap_targets;
+    struct thread *threads; /* open addressing, power-of-two size */
+    size_t nthreads, cap_threads;
+    struct collect_stats st;
+    uint32_t *frames; /* scratch: one stack */
+    uint64_t *ips;    /* scratch: native unwind */
+};
+
+int collect_open(struct collector **out, const struct collect_opts *o, struct profile *prof)
+{
+    struct collector *c = calloc(1, sizeof(*c));
+    int err;
+
+    *out = NULL;
+    if (!c)
+        return -ENOMEM;
+    c->opts = *o;
+    c->prof = prof;
+    c->cap_threads = 256;
+    c->threads = calloc(c->cap_threads, sizeof(*c->threads));
+    c->frames = calloc(1 + COLLECT_MAX_DEPTH + SAMPLE_MAX_STACK_DEPTH, sizeof(*c->frames));
+    c->ips = calloc(COLLECT_MAX_DEPTH, sizeof(*c->ips));
+    if (!c->threads || !c->frames || !c->ips) {
+        collect_close(c);
+        return -ENOMEM;
+    }
+    if (o->kernel) {
+        err = ksyms_open(&c->ksyms);
+        if (err) {
+            collect_close(c);
+            return err;
+        }
+    }
+    *out = c;
+    return 0;
+}
+
+void collect_close(struct collector *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->ntargets; i++)
+        proc_close(c->targets[i].proc);
+    free(c->targets);
+    if (c->ksyms)
+        ksyms_close(c->ksyms);
+    free(c->threads);
+    free(c->frames);
+    free(c->ips);
+    free(c);
+}
+
+void collect_stats(const struct collector *c, struct collect_stats *out)
+{
+    *out = c->st;
+}
+
+void collect_proc_stats(const struct collector *c, struct proc_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < c->ntargets; i++) {
+        struct proc_stats ps;
+
+        if (!c->targets[i].proc)
+            continue;
+        proc_get_stats(c->targets[i].proc, &ps);
+        out->refreshes += ps.refreshes;
+        out->files_opened += ps.files_opened;
+        out->jit_regions += ps.jit_regions;
+        out->jit_reloads += ps.jit_reloads;
+        out->unwinds += ps.unwinds;
+        out->frames += ps.frames;
+        out->row_hits += ps.row_hits;
+        out->row_misses += ps.row_misses;
+        out->fp_steps += ps.fp_steps;
+        out->dwarf_steps += ps.dwarf_steps;
+    }
+}
+
+static struct target *target_get(struct collector *c, pid_t pid)
+{
+    struct target *t;
+
+    for (size_t i = 0; i < c->ntargets; i++)
+        if (c->targets[i].pid == pid)
+            return &c->targets[i];
+    if (c->ntargets == c->cap_targets) {
+        size_t cap = c->cap_targets ? c->cap_targets * 2 : 4;
+        struct target *n = realloc(c->targets, cap * sizeof(*n));
+
+        if (!n)
+            return NULL;
+        c->targets = n;
+        c->cap_targets = cap;
+    }
+    t = &c->targets[c->ntargets++];
+    memset(t, 0, sizeof(*t));
+    t->pid = pid;
+    if (proc_open(&t->proc, pid) < 0)
+        t->proc = NULL;
+    return t;
+}
+
+static uint32_t hash_tid(uint32_t tid)
+{
+    return tid * 2654435761u;
+}
+
+static int threads_grow(struct collector *c)
+{
+    size_t cap = c->cap_threads * 2;
+    struct thread *n = calloc(cap, sizeof(*n));
+
+    if (!n)
+        return -ENOMEM;
+    for (size_t i = 0; i < c->cap_threads; i++) {
+        struct thread *o = &c->threads[i];
+        size_t j;
+
+        if (!o->tid)
+            continue;
+        for (j = hash_tid(o->tid) & (cap - 1); n[j].tid; j = (j + 1) & (cap - 1))
+            ;
+        n[j] = *o;
+    }
+    free(c->threads);
+    c->threads = n;
+    c->cap_threads = cap;
+    return 0;
+}
+
+/* The thread's root frame; *fresh set when the thread is new. A changed comm (prctl, exec)
+ * gets a new frame. */
+static int64_t thread_frame(struct collector *c, const struct sample_event *ev, bool *fresh)
+{
+    char name[64];
+    struct thread *t;
+    size_t j;
+    int64_t f;
+
+    *fresh = false;
+    if ((c->nthreads + 1) * 2 > c->cap_threads && threads_grow(c))
+        return -ENOMEM;
+    for (j = hash_tid(ev->tid) & (c->cap_threads - 1); c->threads[j].tid;
+         j = (j + 1) & (c->cap_threads - 1)) {
+        t = &c->threads[j];
+        if (t->tid == ev->tid) {
+            if (!strncmp(t->comm, ev->comm, SAMPLE_COMM_LEN))
+                return t->frame;
+            break;
+        }
+    }
+    t = &c->threads[j];
+    if (!t->tid) {
+        *fresh = true;
+        c->nthreads++;
+        c->st.threads++;
+    }
+    snprintf(name, sizeof(name), "thread %u (%.*s)", ev->tid, SAMPLE_COMM_LEN, ev->comm);
+    f = profile_frame(c->prof, FRAME_THREAD, name, NULL, 0);
+    if (f < 0)
+        return f;
+    t->tid = ev->tid;
+    t->frame = (uint32_t)f;
+    memcpy(t->comm, ev->comm, SAMPLE_COMM_LEN);
+    return f;
+}
+
+/* Interns the frame for one user address (a return address unless leaf). proc re-reads the
+ * target's mappings and JIT publications itself (rate-limited) when an address is new. */
+static int64_t user_frame(struct collector *c, struct target *t, uint64_t ip, bool leaf)
+{
+    struct symres r = {0};
+    char buf[512];
+    int err = -ENOENT;
+
+    if (t->proc)
+        err = leaf ? proc_symbolize(t->proc, ip, &r) : proc_symbolize_ret(t->proc, ip, &r);
+    if (err == 0 && r.name)
+        return profile_frame(c->prof, r.kind == FRAME_JIT ? FRAME_JIT : FRAME_NATIVE, r.name, r.module, 0);
+    c->st.unknown_frames++;
+    if (err == 0 && r.module) {
+        proc_format(&r, buf, sizeof(buf));
+        return profile_frame(c->prof, FRAME_NATIVE, buf, r.module, 0);
+    }
+    return profile_frame(c->prof, FRAME_OTHER, "[unknown]", NULL, 0);
+}
+
+static int64_t kernel_frame(struct collector *c, uint64_t addr, bool leaf)
+{
+    uint64_t off = 0;
+    const char *name = ksyms_lookup(c->ksyms, leaf ? addr : addr - 1, &off);
+    char buf[32];
+
+    if (name)
+        return profile_frame(c->prof, FRAME_KERNEL, name, NULL, 0);
+    c->st.unknown_frames++;
+    snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+    return profile_frame(c->prof, FRAME_KERNEL, buf, NULL, 0);
+}
+
+/* Native return addresses, leaf first, into c->ips; returns their number. */
+static size_t unwind(struct collector *c, struct target *t, const struct sample_event *ev, size_t len)
+{
+    size_t n = 0;
+
+    if (ev->flags & SAMPLE_F_NO_UREGS)
+        return 0;
+    if (c->opts.unwind == UNWIND_FP || !t->proc) {
+        n = ev->ustack_len / 8;
+        if (n > SAMPLE_MAX_STACK_DEPTH)
+            n = SAMPLE_MAX_STACK_DEPTH;
+        memcpy(c->ips, ev->ustack, n * 8);
+        if (!n && ev->regs.ip) {
+            c->ips[0] = ev->regs.ip;
+            n = 1;
+        }
+        if (ev->flags & SAMPLE_F_USTACK_ERR)
+            c->st.unwind_errors++;
+        return n;
+    }
+
+    struct unwind_regs regs = {
+        .ip = ev->regs.ip,
+        .sp = ev->regs.sp,
+        .bp = ev->regs.bp,
+        .bx = ev->regs.bx,
+        .r12 = ev->regs.r12,
+        .r13 = ev->regs.r13,
+        .r14 = ev->regs.r14,
+        .r15 = ev->regs.r15,
+        .lr = ev->regs.lr,
+    };
+    size_t copy = ev->stack_len;
+    unsigned stop = 0;
+    int r;
+
+    if (copy > len - sizeof(*ev))
+        copy = len - sizeof(*ev);
+    if (ev->flags & SAMPLE_F_COPY_ERR)
+        c->st.copy_errors++;
+    c->st.stack_copy_bytes += copy;
+    r = proc_unwind(t->proc, c->opts.unwind, &regs, ev->stack, copy, ev->stack_addr, c->ips,
+                    COLLECT_MAX_DEPTH, &stop);
+    if (r <= 0) {
+        c->st.unwind_errors++;
+        c->ips[0] = ev->regs.ip;
+        return ev->regs.ip ? 1 : 0;
+    }
+    if (stop & (UNWIND_STOP_NO_CFI | UNWIND_STOP_STACK | UNWIND_STOP_BAD))
+        c->st.unwind_errors++;
+    if (stop & UNWIND_STOP_MAXDEPTH)
+        c->st.unwind_truncated++;
+    return r;
+}
+
+int collect_sample(struct collector *c, const struct sample_event *ev, size_t len)
+{
+    struct target *t = target_get(c, ev->pid);
+    size_t n = 0, nu, nk;
+    bool fresh;
+    int64_t f;
+
+    if (!t)
+        return -ENOMEM;
+    if (!t->proc)
+        c->st.proc_errors++;
+    f = thread_frame(c, ev, &fresh);
+    if (f < 0)
+        return (int)f;
+    c->frames[n++] = (uint32_t)f;
+
+    nu = unwind(c, t, ev, len);
+    for (size_t i = nu; i-- > 0;) {
+        f = user_frame(c, t, c->ips[i], i == 0);
+        if (f < 0)
+            return (int)f;
+        c->frames[n++] = (uint32_t)f;
+    }
+
+    if (c->opts.kernel && (ev->flags & SAMPLE_F_IN_KERNEL)) {
+        nk = ev->kstack_len / 8;
+        if (nk > SAMPLE_MAX_STACK_DEPTH)
+            nk = SAMPLE_MAX_STACK_DEPTH;
+        if (!nk)
+            c->st.kernel_errors++;
+        for (size_t i = nk; i-- > 0;) {
+            f = kernel_frame(c, ev->kstack[i], i == 0);
+            if (f < 0)
+                return (int)f;
+            c->frames[n++] = (uint32_t)f;
+        }
+    }
+
+    if (n == 1) {
+        /* No user registers (a thread inside exec, or a kernel thread) and no kernel stack asked
+         * for: the sample still counts, under a frame that says where it was. */
+        f = profile_frame(c->prof, FRAME_OTHER, (ev->flags & SAMPLE_F_IN_KERNEL) ? "[kernel]" : "[unknown]",
+                          NULL, 0);
+        if (f < 0)
+            return (int)f;
+        c->frames[n++] = (uint32_t)f;
+        c->st.unknown_frames++;
+    }
+    c->st.frames += n - 1;
+    f = profile_add(c->prof, c->frames, n, 1);
+    if (f < 0)
+        return (int)f;
+    c->st.samples++;
+    return fresh ? 1 : 0;
+}

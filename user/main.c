@@ -1,0 +1,448 @@
+/*
+ * pyebpf-sample — samples a process (or a command it launches) with an eBPF perf_event program
+ * and writes a profile: folded stacks, SVG flame graph, speedscope or pprof.
+ *
+ *   pyebpf-sample [OPTIONS] PID
+ *   pyebpf-sample [OPTIONS] -- COMMAND [ARGS...]
+ *   pyebpf-sample render IN.folded -o OUT ...
+ *
+ * main() is the lifecycle, top to bottom: parse options → check the target → load the BPF
+ * sampler → (launch the command) → attach → drain the ring on a timer until the target exits,
+ * the duration ends or a signal arrives → write the profile → print stats → clean up.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "collect.h"
+#include "maps.h"
+#include "output.h"
+#include "profile.h"
+#include "sampler.h"
+#include "target.h"
+
+#define ALIVE_CHECK_NS 100000000ull
+
+struct run {
+    struct cli_options *o;
+    struct sampler *sampler;
+    struct collector *collector;
+    struct profile prof;
+    uint64_t events;
+    uint64_t collect_errors;
+    uint64_t stack_ends_set;
+    uint64_t stack_ends_fixed;
+    const char *stop_reason; /* target_exited, duration, signal */
+    double setup_cpu_us;     /* collector CPU spent before the first sample could arrive */
+    struct maps maps;        /* of maps_pid: where new threads' stacks end */
+    pid_t maps_pid;
+    uint64_t maps_reads;
+};
+
+static volatile sig_atomic_t exiting;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    exiting = 1;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Whether `path` is written in place: a FIFO or character device (/dev/null) that is not a
+ * symlink, or one of the process's own streams (/dev/stdout, /dev/fd/N, /proc/self/fd/N),
+ * which are symlinks by nature. A symlink planted elsewhere is never followed. */
+static bool write_in_place(const char *path)
+{
+    struct stat st;
+
+    if (!strcmp(path, "/dev/stdout") || !strcmp(path, "/dev/stderr") || !strncmp(path, "/dev/fd/", 8) ||
+        !strncmp(path, "/proc/self/fd/", 14))
+        return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode);
+    return lstat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode));
+}
+
+/* output_write replaces files atomically (temporary file + rename), which would put a regular
+ * file in the place of a device or FIFO such as /dev/null: those are written in place. */
+static int write_profile(const struct profile *p, enum output_format fmt, const char *path)
+{
+    FILE *f;
+    int err;
+
+    if (!strcmp(path, "-") || !write_in_place(path))
+        return output_write(p, fmt, path);
+    f = fopen(path, "we");
+    if (!f)
+        return -errno;
+    switch (fmt) {
+    case OUTPUT_SVG:
+        err = svg_write(p, f, NULL);
+        break;
+    case OUTPUT_SPEEDSCOPE:
+        err = speedscope_write(p, f);
+        break;
+    case OUTPUT_PPROF:
+        err = pprof_write(p, f);
+        break;
+    default:
+        err = folded_write(p, f);
+    }
+    if (fclose(f) && !err)
+        err = -errno;
+    return err;
+}
+
+/* End of the mapping that holds a new thread's stack pointer. The target's maps are cached and
+ * re-read only when sp falls outside them (a new thread stack is usually a fresh mapping, or a
+ * cached one glibc reuses). */
+static uint64_t stack_end(struct run *r, pid_t pid, uint64_t sp)
+{
+    const struct map_entry *e = NULL;
+
+    if (r->maps_pid == pid)
+        e = maps_find(&r->maps, sp);
+    if (!e) {
+        maps_free(&r->maps);
+        memset(&r->maps, 0, sizeof(r->maps));
+        r->maps_pid = 0;
+        r->maps_reads++;
+        if (maps_read(&r->maps, pid))
+            return 0;
+        r->maps_pid = pid;
+        e = maps_find(&r->maps, sp);
+    }
+    return e && (e->prot & MAPS_W) ? e->end : 0;
+}
+
+static int on_event(void *ctx, const struct sample_event *ev, size_t len)
+{
+    struct run *r = ctx;
+    int fresh;
+
+    r->events++;
+    fresh = collect_sample(r->collector, ev, len);
+    if (fresh < 0) {
+        r->collect_errors++;
+        return 0;
+    }
+    if (ev->tid == ev->pid || !ev->regs.sp || r->o->unwind == UNWIND_FP)
+        return 0; /* the main thread is bounded by mm->start_stack in the kernel */
+    if (fresh) {
+        /* A new thread: bound its stack copies by the end of its stack mapping from now on. */
+        uint64_t end = stack_end(r, ev->pid, ev->regs.sp);
+
+        if (end && !sampler_set_stack_end(r->sampler, ev->tid, end))
+            r->stack_ends_set++;
+    } else if ((ev->flags & SAMPLE_F_COPY_BOUNDED) && ev->stack_len < r->o->stack_size) {
+        /* A bound that stops short of the mapping's end is stale (the tid was reused by a
+         * thread on another stack): learn it again. */
+        const struct map_entry *e = r->maps_pid == (pid_t)ev->pid ? maps_find(&r->maps, ev->regs.sp) : NULL;
+        uint64_t copied_end = ev->stack_addr + ev->stack_len;
+
+        if (e && e->end >= copied_end + 8 && !sampler_set_stack_end(r->sampler, ev->tid, e->end))
+            r->stack_ends_fixed++;
+    }
+    return 0;
+}
+
+static double self_cpu_us(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+}
+
+static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, uint64_t matched,
+                        const struct sampler_counters *sc)
+{
+    struct collect_stats cs;
+    double cpu_us = self_cpu_us(), loop_us = cpu_us - r->setup_cpu_us;
+
+    collect_stats(r->collector, &cs);
+    fprintf(f, "samples: %" PRIu64 "\n", cs.samples);
+    fprintf(f, "lost: %" PRIu64 "\n", lost);
+    fprintf(f, "lost_pct: %.4f\n", matched ? 100.0 * lost / matched : 0.0);
+    fprintf(f, "unwind_errors: %" PRIu64 "\n", cs.unwind_errors);
+    fprintf(f, "unwind_truncated: %" PRIu64 "\n", cs.unwind_truncated);
+    fprintf(f, "duration_s: %.3f\n", duration);
+    fprintf(f, "stopped_by: %s\n", r->stop_reason);
+    fprintf(f, "collector_cpu_us_per_sample: %.2f\n", cs.samples ? cpu_us / cs.samples : 0.0);
+    fprintf(f, "collector_cpu_us: %.0f\n", cpu_us);
+    fprintf(f, "collector_setup_cpu_us: %.0f\n", r->setup_cpu_us);
+    fprintf(f, "collector_loop_cpu_us_per_sample: %.2f\n", cs.samples ? loop_us / cs.samples : 0.0);
+    fprintf(f, "kernel_matched: %" PRIu64 "\n", matched);
+    if (sc->prog_runs) {
+        fprintf(f, "bpf_runs: %" PRIu64 "\n", sc->prog_runs);
+        fprintf(f, "bpf_ns_per_run: %.0f\n", (double)sc->prog_time_ns / sc->prog_runs);
+        fprintf(f, "bpf_ns_per_sample: %.0f\n", matched ? (double)sc->prog_time_ns / matched : 0.0);
+    }
+    fprintf(f, "events: %" PRIu64 "\n", r->events);
+    fprintf(f, "collect_errors: %" PRIu64 "\n", r->collect_errors);
+    fprintf(f, "frequency_hz: %u\n", r->o->frequency);
+    fprintf(f, "cpus: %u\n", sampler_ncpus(r->sampler));
+    fprintf(f, "ring_bytes: %zu\n", sampler_ring_size(r->sampler));
+    fprintf(f, "threads: %" PRIu64 "\n", cs.threads);
+    fprintf(f, "frames_per_sample: %.1f\n", cs.samples ? (double)cs.frames / cs.samples : 0.0);
+    fprintf(f, "unknown_frames: %" PRIu64 "\n", cs.unknown_frames);
+    fprintf(f, "kernel_stack_errors: %" PRIu64 "\n", cs.kernel_errors);
+    fprintf(f, "stack_copy_errors: %" PRIu64 "\n", sc->copy_err);
+    fprintf(f, "stack_copy_retries: %" PRIu64 "\n", sc->copy_retry);
+    fprintf(f, "stack_copy_avg_bytes: %.0f\n", cs.samples ? (double)cs.stack_copy_bytes / cs.samples : 0.0);
+    fprintf(f, "stack_ends_known: %" PRIu64 "\n", r->stack_ends_set);
+    fprintf(f, "stack_end_map_reads: %" PRIu64 "\n", r->maps_reads);
+    fprintf(f, "stack_ends_fixed: %" PRIu64 "\n", r->stack_ends_fixed);
+    struct proc_stats ps;
+
+    collect_proc_stats(r->collector, &ps);
+    fprintf(f, "map_refreshes: %" PRIu64 "\n", ps.refreshes);
+    fprintf(f, "files_opened: %" PRIu64 "\n", ps.files_opened);
+    fprintf(f, "jit_regions: %" PRIu64 "\n", ps.jit_regions);
+    fprintf(f, "jit_reloads: %" PRIu64 "\n", ps.jit_reloads);
+    fprintf(f, "unwind_fp_steps: %" PRIu64 "\n", ps.fp_steps);
+    fprintf(f, "unwind_dwarf_steps: %" PRIu64 "\n", ps.dwarf_steps);
+    fprintf(f, "cfi_row_cache_hit_pct: %.1f\n",
+            ps.row_hits + ps.row_misses ? 100.0 * ps.row_hits / (ps.row_hits + ps.row_misses) : 0.0);
+    fprintf(f, "proc_errors: %" PRIu64 "\n", cs.proc_errors);
+    fprintf(f, "distinct_stacks: %u\n", r->prof.nnodes);
+    fprintf(f, "distinct_frames: %u\n", r->prof.nframes);
+}
+
+int main(int argc, char **argv)
+{
+    struct cli_options o = {0};
+    struct run r = {.o = &o};
+    struct collect_opts co;
+    struct sampler_opts so;
+    struct sampler_counters sc = {0};
+    enum output_format fmt;
+    enum sampler_stage stage;
+    char msg[512], cmdline[1024];
+    unsigned long long start_time = 0;
+    uint64_t t0, t_end = 0, next_check, interval_ns;
+    int go_fd = -1, err_fd = -1, err, ret = 1;
+    bool child_running = false, target_gone = false;
+    int child_status = 0;
+    pid_t child = 0;
+    char state;
+
+    if (argc > 1 && !strcmp(argv[1], "render"))
+        return render_main(argc - 1, argv + 1);
+    err = cli_parse(argc, argv, &o);
+    if (err)
+        return err > 0 ? 0 : 2;
+    if (o.format) {
+        if (output_format_parse(o.format, &fmt)) {
+            fprintf(stderr, "pyebpf-sample: bad format '%s' (folded, svg, speedscope, pprof)\n", o.format);
+            return 2;
+        }
+    } else {
+        fmt = output_format_from_path(o.output);
+    }
+    if (o.pid) {
+        if (target_check(o.pid))
+            return 1;
+        pid_t tgid = target_tgid(o.pid);
+
+        if (tgid != o.pid) {
+            if (!o.quiet)
+                fprintf(stderr, "pyebpf-sample: %d is a thread of process %d; sampling the process\n",
+                        (int)o.pid, (int)tgid);
+            o.pid = tgid;
+        }
+        target_stat(o.pid, &start_time, &state);
+    }
+
+    err = profile_init(&r.prof);
+    if (err)
+        goto oom;
+    r.prof.show_threads = o.threads;
+    co = (struct collect_opts){.unwind = o.unwind, .kernel = o.kernel};
+    err = collect_open(&r.collector, &co, &r.prof);
+    if (err) {
+        fprintf(stderr, "pyebpf-sample: cannot start the collector: %s%s\n", strerror(-err),
+                o.kernel ? " (reading /proc/kallsyms)" : "");
+        goto out;
+    }
+
+    so = (struct sampler_opts){
+        .frequency = o.frequency,
+        .stack_copy = o.unwind == UNWIND_FP ? 0 : o.stack_size,
+        .kernel_stack = o.kernel,
+        .user_fp_stack = o.unwind == UNWIND_FP, /* auto walks frame pointers in the copy */
+        .children = o.children,
+        .prog_stats = o.stats,
+        .launch = o.command != NULL,
+        .ring_size = o.ring_size,
+        .verbose = o.verbose,
+    };
+    err = sampler_open(&r.sampler, &so, on_event, &r, &stage);
+    if (err) {
+        fprintf(stderr, "pyebpf-sample: %s\n", sampler_strerror(stage, err, msg, sizeof(msg)));
+        goto out;
+    }
+
+    if (o.command) {
+        child = target_launch(o.command, &go_fd, &err_fd);
+        if (child < 0) {
+            fprintf(stderr, "pyebpf-sample: cannot start '%s': %s\n", o.command[0], strerror(-child));
+            child = 0;
+            goto out;
+        }
+        child_running = true;
+        o.pid = child;
+    }
+    err = o.command ? sampler_add_pending(r.sampler, o.pid) : sampler_add_target(r.sampler, o.pid);
+    if (!err)
+        err = sampler_attach(r.sampler);
+    if (err) {
+        fprintf(stderr, "pyebpf-sample: %s\n",
+                sampler_strerror(sampler_failed_stage(r.sampler), err, msg, sizeof(msg)));
+        goto out;
+    }
+
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+
+    if (o.command) {
+        int e = 0;
+
+        if (write(go_fd, "g", 1) != 1) {
+            fprintf(stderr, "pyebpf-sample: cannot release the command: %s\n", strerror(errno));
+            goto out;
+        }
+        close(go_fd);
+        go_fd = -1;
+        if (read(err_fd, &e, sizeof(e)) == sizeof(e)) {
+            fprintf(stderr, "pyebpf-sample: cannot run '%s': %s\n", o.command[0], strerror(e));
+            waitpid(child, &child_status, 0);
+            child_running = false;
+            goto out;
+        }
+    }
+    target_cmdline(o.pid, o.command, cmdline, sizeof(cmdline));
+    if (!o.quiet)
+        fprintf(stderr, "pyebpf-sample: sampling PID %d (%s) at %u Hz on %u CPUs%s\n", (int)o.pid, cmdline,
+                o.frequency, sampler_ncpus(r.sampler), o.duration ? "" : "; Ctrl-C to stop");
+
+    /* Drain often enough that the ring never holds more than a quarter of its size when every
+     * CPU samples the target at full record size. */
+    {
+        double rec = sizeof(struct sample_event) + so.stack_copy + 8;
+        double per_s = rec * o.frequency * sampler_ncpus(r.sampler);
+
+        interval_ns = (uint64_t)(sampler_ring_size(r.sampler) / 4 / per_s * 1e9);
+        if (interval_ns > 20000000)
+            interval_ns = 20000000;
+        if (interval_ns < 1000000)
+            interval_ns = 1000000;
+    }
+    r.setup_cpu_us = self_cpu_us();
+    t0 = now_ns();
+    if (o.duration)
+        t_end = t0 + (uint64_t)(o.duration * 1e9);
+    next_check = t0 + ALIVE_CHECK_NS;
+    while (!exiting) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = interval_ns};
+        uint64_t now;
+
+        nanosleep(&ts, NULL);
+        if (sampler_poll(r.sampler) < 0 && errno != EINTR)
+            break;
+        now = now_ns();
+        if (t_end && now >= t_end)
+            break;
+        if (now < next_check)
+            continue;
+        next_check = now + ALIVE_CHECK_NS;
+        if (child_running) {
+            if (waitpid(child, &child_status, WNOHANG) == child) {
+                child_running = false;
+                target_gone = true;
+                break;
+            }
+        } else if (!target_alive(o.pid, start_time)) {
+            target_gone = true;
+            break;
+        }
+    }
+    double duration = (now_ns() - t0) / 1e9;
+
+    r.stop_reason = target_gone ? "target_exited" : exiting ? "signal" : t_end ? "duration" : "error";
+
+    sampler_detach(r.sampler);
+    sampler_poll(r.sampler);
+    sampler_counters(r.sampler, &sc);
+    if (!o.quiet && target_gone)
+        fprintf(stderr, "pyebpf-sample: target PID %d exited\n", (int)o.pid);
+
+    profile_finish(&r.prof);
+    r.prof.meta.command = cmdline[0] ? strdup(cmdline) : NULL;
+    r.prof.meta.duration_s = duration;
+    r.prof.meta.frequency = o.frequency;
+    r.prof.meta.period_ns = 1000000000ull / o.frequency;
+    {
+        struct collect_stats cs;
+
+        collect_stats(r.collector, &cs);
+        r.prof.meta.samples = cs.samples;
+    }
+    err = write_profile(&r.prof, fmt, o.output);
+    if (err) {
+        fprintf(stderr, "pyebpf-sample: cannot write %s: %s\n", strcmp(o.output, "-") ? o.output : "stdout",
+                strerror(-err));
+        goto out;
+    }
+    if (!o.quiet && strcmp(o.output, "-")) {
+        fprintf(stderr, "pyebpf-sample: wrote %s (%s), ", o.output, output_format_name(fmt));
+        summary_print(&r.prof, stderr, 10);
+    }
+    if (o.stats)
+        print_stats(stderr, &r, duration, sc.lost, sc.matched, &sc);
+    if (!o.quiet && r.prof.meta.samples == 0)
+        fprintf(stderr, "pyebpf-sample: no samples (the target used no CPU while sampled)\n");
+    ret = 0;
+    goto out;
+oom:
+    fprintf(stderr, "pyebpf-sample: out of memory\n");
+out:
+    if (go_fd >= 0)
+        close(go_fd); /* an unreleased child reads EOF and exits */
+    if (err_fd >= 0)
+        close(err_fd);
+    if (child_running) {
+        /* Sampling stopped before the command ended (signal, duration): stop it too, but never
+         * hang on a command that ignores SIGTERM. */
+        kill(child, SIGTERM);
+        for (int i = 0; i < 200 && waitpid(child, &child_status, WNOHANG) == 0; i++)
+            usleep(10000);
+        if (kill(child, 0) == 0 && waitpid(child, &child_status, WNOHANG) == 0)
+            fprintf(stderr, "pyebpf-sample: command PID %d ignored SIGTERM and is still running\n",
+                    (int)child);
+    } else if (child && !target_gone) {
+        waitpid(child, &child_status, WNOHANG);
+    }
+    sampler_close(r.sampler);
+    collect_close(r.collector);
+    maps_free(&r.maps);
+    profile_free(&r.prof);
+    return ret;
+}

@@ -1,0 +1,80 @@
+/*
+ * sampler — the user-space half of the BPF sampler: opens the skeleton, sets its configuration,
+ * loads it, opens one cpu-clock perf event per online CPU with the program attached, and drains
+ * the ring buffer on a timer, handing each record to a callback.
+ *
+ *   sampler_open() → sampler_add_target() ... → sampler_attach() → sampler_poll() ... → close
+ */
+#ifndef PYEBPF_SAMPLER_H
+#define PYEBPF_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sample.h"
+
+struct sampler_opts {
+    unsigned frequency;  /* Hz per CPU */
+    uint32_t stack_copy; /* bytes of user stack copied per sample; 0: none */
+    bool kernel_stack;   /* record kernel stacks */
+    bool user_fp_stack;  /* record the frame-pointer chain */
+    bool children;       /* processes forked by a target become targets */
+    bool launch;         /* targets may be added at their exec (sampler_add_pending) */
+    bool prog_stats;     /* have the kernel time the program (global while sampling) */
+    size_t ring_size;    /* bytes, 0: chosen from frequency and record size */
+    bool verbose;        /* libbpf messages to stderr */
+};
+
+/* Called for each record; len is the record's reserved size. Non-zero return stops a poll. */
+typedef int (*sampler_fn)(void *ctx, const struct sample_event *ev, size_t len);
+
+/* What went wrong, for a message that names the cause; see sampler_strerror(). */
+enum sampler_stage {
+    SAMPLER_STAGE_NONE = 0,
+    SAMPLER_STAGE_OPEN,   /* skeleton open (BTF, libbpf) */
+    SAMPLER_STAGE_LOAD,   /* bpf(BPF_PROG_LOAD / MAP_CREATE) */
+    SAMPLER_STAGE_PERF,   /* perf_event_open */
+    SAMPLER_STAGE_ATTACH, /* attach the program to a perf event */
+    SAMPLER_STAGE_MAP,    /* map update */
+};
+
+struct sampler_counters {
+    uint64_t matched;      /* samples of targets seen in the kernel */
+    uint64_t lost;         /* dropped: ring buffer full */
+    uint64_t copy_err;     /* no stack copy */
+    uint64_t copy_retry;   /* copy needed a smaller size */
+    uint64_t prog_runs;    /* program runs, every tick of every CPU (prog_stats) */
+    uint64_t prog_time_ns; /* their total run time (prog_stats) */
+};
+
+struct sampler;
+
+/* On failure *stage (may be NULL) tells which step failed. */
+int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn fn, void *ctx,
+                 enum sampler_stage *stage);
+int sampler_add_target(struct sampler *s, pid_t tgid);
+int sampler_remove_target(struct sampler *s, pid_t tgid);
+/* Makes tgid a target when it next calls exec (needs opts.launch). */
+int sampler_add_pending(struct sampler *s, pid_t tgid);
+/* Tells the program where a thread's stack mapping ends (copies stop there). */
+int sampler_set_stack_end(struct sampler *s, pid_t tid, uint64_t end);
+int sampler_attach(struct sampler *s);
+/* Stops sampling (closes the perf events); records already in the ring stay readable, and
+ * counters read afterwards are final. */
+void sampler_detach(struct sampler *s);
+/* Consumes every record now in the ring; returns their number or a negative errno. */
+int sampler_poll(struct sampler *s);
+int sampler_counters(struct sampler *s, struct sampler_counters *out);
+unsigned sampler_ncpus(const struct sampler *s);
+size_t sampler_ring_size(const struct sampler *s);
+/* Stage of the last failure and the errno it had. */
+enum sampler_stage sampler_failed_stage(const struct sampler *s);
+void sampler_close(struct sampler *s);
+
+/* One line naming the cause of a failure at `stage` with `err` (negative errno) and the rights
+ * that fix it. */
+const char *sampler_strerror(enum sampler_stage stage, int err, char *buf, size_t size);
+
+#endif
