@@ -128,6 +128,20 @@ for py in "${PYS[@]}"; do
     stop_all
 done
 
+# The trampoline module (pyebpf_jit, built for 3.11-3.13) refuses the newer interpreters clearly.
+if [ -d "$BUILD/python3.13/pyebpf_jit" ]; then
+    for py in "${PYS[@]}"; do
+        v=$(basename "$py")
+        if out=$(PYTHONPATH="$BUILD/python3.13" "$py" -c "import pyebpf_jit" 2>&1); then
+            fail "$v: pyebpf_jit refuses" "import succeeded"
+        else
+            check "$v: pyebpf_jit refuses at import: ${out##*$'\n'}" grep -q "ImportError: pyebpf_jit supports CPython 3.11, 3.12 and 3.13" <<< "$out"
+        fi
+    done
+else
+    skip "pyebpf_jit on 3.14/3.15" "$BUILD/python3.13/pyebpf_jit not built"
+fi
+
 # pyebpf-sample on a 3.15 process started through the loader: native frames of the interpreter.
 SAMPLE="$BUILD/pyebpf-sample"
 py=${PYS[${#PYS[@]} - 1]}
