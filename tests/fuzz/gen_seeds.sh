@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Makes seed corpora from real files: tests/fuzz/gen_seeds.sh OUTDIR TARGET...
+# OUTDIR/TARGET/ gets inputs in the layout that tests/fuzz/fuzz_TARGET.c expects. Sources: the
+# Pythons on this machine (3.12 -X perf maps, 3.13 -X perf_jit dumps, code objects' location
+# tables, 3.13's _Py_DebugOffsets), small ELF files and their .eh_frame sections, and the project's
+# own jitprog (jitdump + perf map sinks) when it is built. A source that is missing is skipped with
+# a note; the committed seeds in tests/fuzz/seeds/ still give every target a start.
+set -u
+out=${1:?outdir}; shift
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-build}
+PY311=${PY311:-/root/.pyenv/versions/3.11.7/bin/python3.11}
+PY312=${PY312:-/root/.pyenv/versions/3.12.1/bin/python3.12}
+PY313=${PY313:-/root/.pyenv/versions/3.13.0/bin/python3.13}
+TMPD=$(mktemp -d /tmp/pyebpf-seeds.XXXXXX)
+trap 'rm -rf "$TMPD"' EXIT
+note() { echo "gen_seeds: $*" >&2; }
+
+# A small Python workload whose functions end up in maps, dumps and location tables.
+cat > "$TMPD/work.py" << 'PY'
+import json, re
+def leaf(x):
+    return x * 2 + 1
+class K:
+    def method(self, n):
+        return sum(leaf(i) for i in range(n))
+def outer(n):
+    try:
+        return K().method(n) + len(json.dumps({"a": [1, 2, n]})) + len(re.findall(r"\d", str(n)))
+    except ValueError:
+        return -1
+for i in range(200):
+    outer(i)
+PY
+
+# Every small ELF file we use (ELF symbol reader, .eh_frame source).
+small_elfs() {
+    local f
+    for f in "$PY313" /root/.pyenv/versions/3.13.0/lib/libpython3.so /usr/bin/true /usr/bin/env \
+        "$ROOT/$BUILD/progs/jitprog" "$ROOT/$BUILD/progs/jitprog-nofp" \
+        /usr/lib/x86_64-linux-gnu/libdl.so.2 /usr/lib/x86_64-linux-gnu/libutil.so.1; do
+        [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 262144 ] && echo "$f"
+    done
+    # a relocatable object and a shared object made here, with and without symbols
+    printf 'int g(int x){return x*3;}\nint f(int x){return g(x)+1;}\n' > "$TMPD/t.c"
+    if cc -O1 -c -o "$TMPD/t.o" "$TMPD/t.c" 2> /dev/null; then echo "$TMPD/t.o"; fi
+    if cc -O1 -shared -fPIC -o "$TMPD/t.so" "$TMPD/t.c" 2> /dev/null; then
+        echo "$TMPD/t.so"
+        strip -o "$TMPD/t-stripped.so" "$TMPD/t.so" && echo "$TMPD/t-stripped.so"
+    fi
+}
+
+# jitprog with the jitdump and perf map sinks, files in $TMPD/jit.
+run_jitprog() {
+    local p=$ROOT/$BUILD/progs/jitprog
+    [ -x "$p" ] || { note "no $p (make all builds it)"; return 1; }
+    [ -n "${JITPROG_DONE:-}" ] && return 0
+    mkdir -p "$TMPD/jit"
+    PYEBPF_JITDUMP_DIR=$TMPD/jit timeout 20 "$p" --sinks jitdump,perfmap --perfmap-dir "$TMPD/jit" \
+        > /dev/null 2>&1 || note "jitprog exited with $?"
+    JITPROG_DONE=1
+}
+
+gen_jitread() {
+    local d=$1 n=0 f
+    if [ -x "$PY313" ]; then
+        ( cd "$TMPD" && "$PY313" -X perf_jit work.py & echo $! > "$TMPD/pid"; wait ) 2> /dev/null
+        f=/tmp/jit-$(cat "$TMPD/pid").dump
+        if [ -f "$f" ]; then
+            cp "$f" "$d/cpython313-perf_jit.dump"
+            head -c 4096 "$f" > "$d/cpython313-head4k.dump"; n=$((n + 2)); rm -f "$f"
+        fi
+    fi
+    run_jitprog && for f in "$TMPD"/jit/jit-*.dump; do
+        [ -f "$f" ] && cp "$f" "$d/jitprog.dump" && n=$((n + 1))
+    done
+    note "jitread: $n seeds"
+}
+
+gen_perfmap() {
+    local d=$1 n=0 f
+    if [ -x "$PY312" ]; then
+        ( cd "$TMPD" && "$PY312" -X perf work.py & echo $! > "$TMPD/pid"; wait ) 2> /dev/null
+        f=/tmp/perf-$(cat "$TMPD/pid").map
+        [ -f "$f" ] && cp "$f" "$d/cpython312-perf.map" && rm -f "$f" && n=$((n + 1))
+    fi
+    run_jitprog && for f in "$TMPD"/jit/perf-*.map; do
+        [ -f "$f" ] && cp "$f" "$d/jitprog.map" && n=$((n + 1))
+    done
+    note "perfmap: $n seeds"
+}
+
+gen_elfsym() {
+    local d=$1 n=0 f
+    for f in $(small_elfs); do cp "$f" "$d/$(basename "$f").elf"; n=$((n + 1)); done
+    note "elfsym: $n seeds"
+}
+
+gen_cfi() {
+    local d=$1 n=0 f addr
+    for f in $(small_elfs); do
+        addr=$(readelf -SW "$f" 2> /dev/null | awk '$2 == ".eh_frame" { print $4; exit }')
+        [ -n "$addr" ] || continue
+        objcopy -O binary --only-section=.eh_frame "$f" "$TMPD/eh" 2> /dev/null || continue
+        [ -s "$TMPD/eh" ] || continue
+        # layout of fuzz_cfi.c: u64 section address, u64 pc to look up, then the section bytes
+        python3 - "$addr" "$TMPD/eh" "$d/$(basename "$f").eh" << 'PY'
+import struct, sys
+addr = int(sys.argv[1], 16)
+data = open(sys.argv[2], "rb").read()
+open(sys.argv[3], "wb").write(struct.pack("<QQ", addr, 0) + data)
+PY
+        n=$((n + 1))
+    done
+    note "cfi: $n seeds"
+}
+
+gen_linetable() {
+    local d=$1 py n=0
+    for py in "$PY311" "$PY312" "$PY313"; do
+        [ -x "$py" ] || continue
+        # layout of fuzz_linetable.c: u32 co_firstlineno, u32 instruction offset, then co_linetable
+        n=$((n + $("$py" - "$d" "$TMPD/work.py" << 'PY'
+import struct, sys, types, json, re
+out, work = sys.argv[1], sys.argv[2]
+codes = [compile(open(work).read(), work, "exec")]
+for m in (json.decoder, re._parser):
+    codes.append(compile(open(m.__file__).read(), m.__file__, "exec"))
+seen = 0
+def walk(c):
+    global seen
+    if seen >= 40:
+        return
+    if len(c.co_linetable) > 8:
+        off = len(c.co_code) // 4
+        with open(f"{out}/py{sys.version_info[0]}{sys.version_info[1]}-{seen}-{c.co_name[:20]}", "wb") as f:
+            f.write(struct.pack("<II", c.co_firstlineno, off) + c.co_linetable)
+        seen += 1
+    for k in c.co_consts:
+        if isinstance(k, types.CodeType):
+            walk(k)
+for c in codes:
+    walk(c)
+print(seen)
+PY
+        )))
+    done
+    note "linetable: $n seeds"
+}
+
+gen_pyrt() {
+    local d=$1 lib=/root/.pyenv/versions/3.13.0/lib/libpython3.13.so.1.0
+    if [ -f "$lib" ] && objcopy -O binary --only-section=.PyRuntime "$lib" "$TMPD/rt" 2> /dev/null; then
+        head -c 4096 "$TMPD/rt" > "$d/cpython313-PyRuntime"
+        note "pyrt: 1 seed"
+    else
+        note "pyrt: no 3.13 libpython with .PyRuntime"
+    fi
+}
+
+gen_folded() {
+    local d=$1
+    printf 'main;outer (x.py:10);inner (x.py:3) 7\nmain;outer (x.py:10) 2\n' > "$d/simple.folded"
+    printf 'thread 12 (python3);_start;main;PyEval_EvalCode;py::f:/x.py;g (y.py:1);do_syscall_64_[k] 3\n' \
+        > "$d/kinds.folded"
+    note "folded: 2 seeds (+ committed)"
+}
+
+for t in "$@"; do
+    mkdir -p "$out/$t"
+    if declare -F "gen_$t" > /dev/null; then "gen_$t" "$out/$t"; else note "no generator for $t"; fi
+done
+exit 0
