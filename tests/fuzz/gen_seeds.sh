@@ -62,31 +62,36 @@ run_jitprog() {
 }
 
 gen_jitread() {
-    local d=$1 n=0 f
+    local d=$1 n=0 f pid
     if [ -x "$PY313" ]; then
-        ( cd "$TMPD" && "$PY313" -X perf_jit work.py & echo $! > "$TMPD/pid"; wait ) 2> /dev/null
-        f=/tmp/jit-$(cat "$TMPD/pid").dump
+        ( cd "$TMPD" && exec "$PY313" -X perf_jit work.py ) > /dev/null 2>&1 &
+        pid=$!; wait $pid
+        f=/tmp/jit-$pid.dump
         if [ -f "$f" ]; then
-            cp "$f" "$d/cpython313-perf_jit.dump"
+            head -c 32768 "$f" > "$d/cpython313-perf_jit-32k.dump"
             head -c 4096 "$f" > "$d/cpython313-head4k.dump"; n=$((n + 2)); rm -f "$f"
         fi
     fi
     run_jitprog && for f in "$TMPD"/jit/jit-*.dump; do
         [ -f "$f" ] && cp "$f" "$d/jitprog.dump" && n=$((n + 1))
     done
+    python3 "$ROOT/tests/fuzz/synth_jitdump.py" "$d" && n=$((n + 5))
     note "jitread: $n seeds"
 }
 
 gen_perfmap() {
-    local d=$1 n=0 f
+    local d=$1 n=0 f pid
     if [ -x "$PY312" ]; then
-        ( cd "$TMPD" && "$PY312" -X perf work.py & echo $! > "$TMPD/pid"; wait ) 2> /dev/null
-        f=/tmp/perf-$(cat "$TMPD/pid").map
+        ( cd "$TMPD" && exec "$PY312" -X perf work.py ) > /dev/null 2>&1 &
+        pid=$!; wait $pid
+        f=/tmp/perf-$pid.map
         [ -f "$f" ] && cp "$f" "$d/cpython312-perf.map" && rm -f "$f" && n=$((n + 1))
     fi
     run_jitprog && for f in "$TMPD"/jit/perf-*.map; do
         [ -f "$f" ] && cp "$f" "$d/jitprog.map" && n=$((n + 1))
     done
+    printf '7f0000001000 40 py::f:/x.py\n0x7f0000001040 0x10 with spaces in name\nbad line\n7f0000001000 8 later wins\n7f00000010a0 8 no newline' \
+        > "$d/synth.map" && n=$((n + 1))
     note "perfmap: $n seeds"
 }
 
