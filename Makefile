@@ -99,10 +99,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(USER_LIB_OBJS) $(BUILD)/libpyjit.a
 # Test workloads: once with frame pointers, once without (-nofp), both linked with libpyjit.
 $(BUILD)/progs/%: tests/progs/%.c $(BUILD)/libpyjit.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -D_GNU_SOURCE -o $@ $^ $(LDLIBS) -lm
+	$(CC) $(CPPFLAGS) -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -D_GNU_SOURCE $(SANFLAGS) -o $@ $^ $(LDLIBS) -lm
 $(BUILD)/progs/%-nofp: tests/progs/%.c $(BUILD)/libpyjit.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -std=gnu11 -O1 -g -fomit-frame-pointer -fno-inline -D_GNU_SOURCE -o $@ $^ $(LDLIBS) -lm
+	$(CC) $(CPPFLAGS) -std=gnu11 -O1 -g -fomit-frame-pointer -fno-inline -D_GNU_SOURCE $(SANFLAGS) -o $@ $^ $(LDLIBS) -lm
 
 all: $(UNIT_BINS) $(PROG_BINS)
 
