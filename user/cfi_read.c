@@ -307,7 +307,8 @@ static int build_index(struct cfi_table *t)
             break;
         off = next;
     }
-    qsort(t->index, t->nindex, sizeof(*t->index), cmp_index);
+    if (t->nindex > 1) /* index is NULL for a section without FDEs */
+        qsort(t->index, t->nindex, sizeof(*t->index), cmp_index);
     return 0;
 }
 
