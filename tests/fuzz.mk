@@ -27,7 +27,7 @@ FUZZ_LIBS          := -ldw -lelf -lz -lm -lpthread -ldl
 # Parser sources each target links (the first one decides whether the target exists).
 FUZZ_SRCS_jitread  := user/jitread.c
 FUZZ_SRCS_perfmap  := user/perfmap_read.c
-FUZZ_SRCS_elfsym   := user/elfsym.c
+FUZZ_SRCS_elfsym   := user/elfsym.c user/cfi_read.c
 FUZZ_SRCS_cfi      := user/cfi_read.c
 FUZZ_SRCS_linetable := user/linetable.c
 FUZZ_SRCS_pyrt     := user/pyrt.c

@@ -39,7 +39,7 @@ small_elfs() {
     for f in "$PY313" /root/.pyenv/versions/3.13.0/lib/libpython3.so /usr/bin/true /usr/bin/env \
         "$ROOT/$BUILD/progs/jitprog" "$ROOT/$BUILD/progs/jitprog-nofp" \
         /usr/lib/x86_64-linux-gnu/libdl.so.2 /usr/lib/x86_64-linux-gnu/libutil.so.1; do
-        [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 262144 ] && echo "$f"
+        [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 65536 ] && echo "$f"
     done
     # a relocatable object and a shared object made here, with and without symbols
     printf 'int g(int x){return x*3;}\nint f(int x){return g(x)+1;}\n' > "$TMPD/t.c"
@@ -48,6 +48,9 @@ small_elfs() {
         echo "$TMPD/t.so"
         strip -o "$TMPD/t-stripped.so" "$TMPD/t.so" && echo "$TMPD/t-stripped.so"
     fi
+    # .debug_frame instead of .eh_frame
+    if cc -O1 -g -fno-asynchronous-unwind-tables -fno-unwind-tables -shared -fPIC \
+        -o "$TMPD/t-debugframe.so" "$TMPD/t.c" 2> /dev/null; then echo "$TMPD/t-debugframe.so"; fi
 }
 
 # jitprog with the jitdump and perf map sinks, files in $TMPD/jit.
@@ -102,22 +105,36 @@ gen_elfsym() {
 }
 
 gen_cfi() {
-    local d=$1 n=0 f addr
+    local d=$1 n=0 f
     for f in $(small_elfs); do
-        addr=$(readelf -SW "$f" 2> /dev/null | awk '$2 == ".eh_frame" { print $4; exit }')
-        [ -n "$addr" ] || continue
-        objcopy -O binary --only-section=.eh_frame "$f" "$TMPD/eh" 2> /dev/null || continue
-        [ -s "$TMPD/eh" ] || continue
-        # layout of fuzz_cfi.c: u64 section address, u64 pc to look up, then the section bytes
-        python3 - "$addr" "$TMPD/eh" "$d/$(basename "$f").eh" << 'PY'
-import struct, sys
-addr = int(sys.argv[1], 16)
-data = open(sys.argv[2], "rb").read()
-open(sys.argv[3], "wb").write(struct.pack("<QQ", addr, 0) + data)
+        # layout of fuzz_cfi.c: flag, vaddr, pc, hdr_vaddr, hdr_size, header bytes, section bytes
+        python3 - "$f" "$d/$(basename "$f")" << 'PY' && n=$((n + 1))
+import struct, subprocess, sys
+path, out = sys.argv[1], sys.argv[2]
+secs = {}
+for line in subprocess.run(["readelf", "-SW", path], capture_output=True, text=True).stdout.splitlines():
+    parts = line.replace("[ ", "[").split()
+    if len(parts) > 5 and parts[1] in (".eh_frame", ".eh_frame_hdr", ".debug_frame"):
+        secs[parts[1]] = (int(parts[3], 16), int(parts[4], 16), int(parts[5], 16))
+blob = open(path, "rb").read()
+def sec(name):
+    addr, off, size = secs[name]
+    return addr, blob[off:off + size]
+made = 0
+if ".eh_frame" in secs:
+    addr, eh = sec(".eh_frame")
+    haddr, hdr = sec(".eh_frame_hdr") if ".eh_frame_hdr" in secs else (0, b"")
+    for flag, h in ((2, hdr), (0, b"")):
+        open(f"{out}.eh{flag}", "wb").write(struct.pack("<BQQQI", flag, addr, addr, haddr, len(h)) + h + eh)
+        made += 1
+if ".debug_frame" in secs:
+    _, df = sec(".debug_frame")
+    open(f"{out}.debug_frame", "wb").write(struct.pack("<BQQQI", 1, 0, 0x1000, 0, 0) + df)
+    made += 1
+sys.exit(0 if made else 1)
 PY
-        n=$((n + 1))
     done
-    note "cfi: $n seeds"
+    note "cfi: $n files gave seeds"
 }
 
 gen_linetable() {
