@@ -62,7 +62,11 @@ struct profile {
 };
 
 int profile_init(struct profile *p);
+/* Frees everything, including meta.command (set it with profile_set_command or strdup). */
 void profile_free(struct profile *p);
+
+/* Copies `command` into meta.command (NULL clears it). */
+int profile_set_command(struct profile *p, const char *command);
 
 /* Interns a frame; name and file are copied. Returns the frame index or -ENOMEM. */
 int64_t profile_frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
@@ -79,5 +83,21 @@ void profile_finish(struct profile *p);
  * kernel, the name otherwise. Writes at most `size` bytes (NUL-terminated); returns the length it
  * needed (as snprintf). */
 int profile_frame_label(const struct profile *p, uint32_t frame, char *buf, size_t size);
+
+/* -- Walking the trie (for writers) --------------------------------------------------------- */
+
+/* First child of `node`, then the next sibling of a child; 0 when there is none (the root is
+ * nobody's child). Children come in no particular order. */
+uint32_t profile_first_child(const struct profile *p, uint32_t node);
+uint32_t profile_next_sibling(const struct profile *p, uint32_t node);
+
+/* Whether writers emit this frame: everything except thread frames, which appear only with
+ * show_threads and a non-empty name (the folded reader files thread-less stacks under an unnamed
+ * thread frame). */
+bool profile_frame_shown(const struct profile *p, uint32_t frame);
+
+/* The node path root-most first (the root itself excluded) ending at `node`, into out[0..max);
+ * returns how many were stored. A path deeper than `max` loses its leaf-most part. */
+size_t profile_stack(const struct profile *p, uint32_t node, uint32_t *out, size_t max);
 
 #endif

@@ -1,0 +1,8 @@
+/* Test driver: `render_test ARGS...` runs `pyebpf-sample render ARGS...` (user/render.c) so the
+ * output writers can be tested before, and independently of, the sampler's main. */
+#include "output.h"
+
+int main(int argc, char **argv)
+{
+    return render_main(argc, argv);
+}

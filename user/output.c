@@ -1,0 +1,352 @@
+/*
+ * output — format names, atomic file replacement, and the helpers every writer shares (the
+ * "view" without hidden frames, sorted children, XML/JSON escaping).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "output.h"
+
+/* -- Formats ------------------------------------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    enum output_format fmt;
+} format_names[] = {
+    {"folded", OUTPUT_FOLDED},   {"svg", OUTPUT_SVG},     {"speedscope", OUTPUT_SPEEDSCOPE},
+    {"json", OUTPUT_SPEEDSCOPE}, {"pprof", OUTPUT_PPROF}, {"pb", OUTPUT_PPROF},
+};
+
+int output_format_parse(const char *name, enum output_format *fmt)
+{
+    for (size_t i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++) {
+        if (strcasecmp(name, format_names[i].name) == 0) {
+            *fmt = format_names[i].fmt;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+const char *output_format_name(enum output_format fmt)
+{
+    switch (fmt) {
+    case OUTPUT_FOLDED:
+        return "folded";
+    case OUTPUT_SVG:
+        return "svg";
+    case OUTPUT_SPEEDSCOPE:
+        return "speedscope";
+    case OUTPUT_PPROF:
+        return "pprof";
+    }
+    return "?";
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcasecmp(s + n - m, suffix) == 0;
+}
+
+enum output_format output_format_from_path(const char *path)
+{
+    if (!path)
+        return OUTPUT_FOLDED;
+    if (ends_with(path, ".svg"))
+        return OUTPUT_SVG;
+    if (ends_with(path, ".json") || ends_with(path, ".speedscope"))
+        return OUTPUT_SPEEDSCOPE;
+    if (ends_with(path, ".pb.gz") || ends_with(path, ".pb") || ends_with(path, ".pprof"))
+        return OUTPUT_PPROF;
+    return OUTPUT_FOLDED;
+}
+
+/* -- Atomic replacement ------------------------------------------------------------------------- */
+
+int output_tmpfile(const char *path, char *tmp, size_t size)
+{
+    size_t len = strlen(path);
+    if (len == 0)
+        return -EINVAL;
+    if (path[len - 1] == '/')
+        return -EISDIR;
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash ? (int)(slash - path) + 1 : 0; /* keeps the '/' */
+    const char *base = slash ? slash + 1 : path;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+            r = ((uint64_t)getpid() << 32) ^ (uint64_t)attempt ^ (uint64_t)(uintptr_t)&r;
+        int n = snprintf(tmp, size, "%.*s.%s.%016llx.tmp", dirlen, path, base, (unsigned long long)r);
+        if (n < 0 || (size_t)n >= size)
+            return -ENAMETOOLONG;
+        /* O_EXCL: never reuse or truncate an existing file; O_NOFOLLOW: never a planted link. */
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0)
+            return fd;
+        if (errno != EEXIST)
+            return -errno;
+    }
+    return -EEXIST;
+}
+
+static int write_stream(const struct profile *p, enum output_format fmt, FILE *f,
+                        const struct output_opts *opts)
+{
+    switch (fmt) {
+    case OUTPUT_FOLDED:
+        return folded_write(p, f);
+    case OUTPUT_SVG:
+        return svg_write(p, f, opts);
+    case OUTPUT_SPEEDSCOPE:
+        return speedscope_write(p, f);
+    case OUTPUT_PPROF:
+        return pprof_write(p, f);
+    }
+    return -EINVAL;
+}
+
+int output_write_opts(const struct profile *p, enum output_format fmt, const char *path,
+                      const struct output_opts *opts)
+{
+    static const struct output_opts defaults;
+    if (!opts)
+        opts = &defaults;
+    int rc;
+    if (!path || strcmp(path, "-") == 0) {
+        rc = write_stream(p, fmt, stdout, opts);
+        if (fflush(stdout) != 0 && rc == 0)
+            rc = -errno;
+        return rc;
+    }
+    char tmp[4096];
+    int fd = output_tmpfile(path, tmp, sizeof(tmp));
+    if (fd < 0)
+        return fd;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        rc = -errno;
+        close(fd);
+        unlink(tmp);
+        return rc;
+    }
+    rc = write_stream(p, fmt, f, opts);
+    if (rc == 0 && (fflush(f) != 0 || ferror(f)))
+        rc = errno ? -errno : -EIO;
+    if (rc == 0 && fsync(fileno(f)) != 0)
+        rc = -errno;
+    if (fclose(f) != 0 && rc == 0)
+        rc = -errno;
+    /* rename() replaces a symlink at `path` itself; it never writes through it. */
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc != 0)
+        unlink(tmp);
+    return rc;
+}
+
+int output_write(const struct profile *p, enum output_format fmt, const char *path)
+{
+    return output_write_opts(p, fmt, path, NULL);
+}
+
+/* -- The view without hidden frames ------------------------------------------------------------- */
+
+int output_view(const struct profile *src, struct profile *dst)
+{
+    int rc = profile_init(dst);
+    if (rc)
+        return rc;
+    dst->show_threads = src->show_threads;
+    int64_t *map = malloc((src->nframes + 1) * sizeof(*map));
+    uint32_t *path = malloc(FOLDED_MAX_DEPTH * sizeof(*path));
+    uint32_t *frames = malloc(FOLDED_MAX_DEPTH * sizeof(*frames));
+    if (!map || !path || !frames) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (uint32_t i = 0; i < src->nframes; i++)
+        map[i] = -1;
+    for (uint32_t n = 1; n < src->nnodes; n++) {
+        if (!src->nodes[n].self)
+            continue;
+        size_t depth = profile_stack(src, n, path, FOLDED_MAX_DEPTH), k = 0;
+        for (size_t i = 0; i < depth; i++) {
+            uint32_t fi = src->nodes[path[i]].frame;
+            if (!profile_frame_shown(src, fi))
+                continue;
+            if (map[fi] < 0) {
+                const struct frame *f = &src->frames[fi];
+                map[fi] = profile_frame(dst, f->kind, f->name, f->file, f->line);
+                if (map[fi] < 0) {
+                    rc = (int)map[fi];
+                    goto out;
+                }
+            }
+            frames[k++] = (uint32_t)map[fi];
+        }
+        if (k == 0) {
+            int64_t u = profile_frame(dst, FRAME_OTHER, "[unknown]", NULL, 0);
+            if (u < 0) {
+                rc = (int)u;
+                goto out;
+            }
+            frames[k++] = (uint32_t)u;
+        }
+        int64_t a = profile_add(dst, frames, k, src->nodes[n].self);
+        if (a < 0) {
+            rc = (int)a;
+            goto out;
+        }
+    }
+    dst->meta.duration_s = src->meta.duration_s;
+    dst->meta.frequency = src->meta.frequency;
+    dst->meta.period_ns = src->meta.period_ns;
+    rc = profile_set_command(dst, src->meta.command);
+    profile_finish(dst);
+out:
+    free(map);
+    free(path);
+    free(frames);
+    if (rc)
+        profile_free(dst);
+    return rc;
+}
+
+static int cmp_label(const void *a, const void *b, void *arg)
+{
+    const struct profile *p = arg;
+    char la[512], lb[512];
+    profile_frame_label(p, p->nodes[*(const uint32_t *)a].frame, la, sizeof(la));
+    profile_frame_label(p, p->nodes[*(const uint32_t *)b].frame, lb, sizeof(lb));
+    int c = strcmp(la, lb);
+    if (c)
+        return c;
+    /* Equal labels (different kinds or truncated): order by frame index for stable output. */
+    uint32_t fa = p->nodes[*(const uint32_t *)a].frame, fb = p->nodes[*(const uint32_t *)b].frame;
+    return fa < fb ? -1 : fa > fb;
+}
+
+int64_t output_sorted_children(const struct profile *p, uint32_t node, uint32_t **out)
+{
+    size_t n = 0;
+    for (uint32_t c = profile_first_child(p, node); c; c = profile_next_sibling(p, c))
+        n++;
+    uint32_t *v = malloc((n ? n : 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    n = 0;
+    for (uint32_t c = profile_first_child(p, node); c; c = profile_next_sibling(p, c))
+        v[n++] = c;
+    qsort_r(v, n, sizeof(*v), cmp_label, (void *)p);
+    *out = v;
+    return (int64_t)n;
+}
+
+uint64_t output_period_ns(const struct profile *p)
+{
+    if (p->meta.period_ns)
+        return p->meta.period_ns;
+    if (p->meta.frequency)
+        return 1000000000ULL / p->meta.frequency;
+    return 10000000ULL;
+}
+
+/* -- Escaping ----------------------------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
+static int utf8_len(const unsigned char *s)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    int n;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        if (c == 0xe0)
+            lo = 0xa0;
+        if (c == 0xed)
+            hi = 0x9f; /* no surrogates */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        if (c == 0xf0)
+            lo = 0x90;
+        if (c == 0xf4)
+            hi = 0x8f;
+    } else
+        return 0;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    /* U+FFFE and U+FFFF are not XML characters. */
+    if (n == 3 && c == 0xef && s[1] == 0xbf && s[2] >= 0xbe)
+        return 0;
+    return n;
+}
+
+void output_xml_escape(FILE *f, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    while (*s) {
+        int n = utf8_len(s);
+        if (n == 1) {
+            switch (*s) {
+            case '&':
+                fputs("&amp;", f);
+                break;
+            case '<':
+                fputs("&lt;", f);
+                break;
+            case '>':
+                fputs("&gt;", f);
+                break;
+            case '"':
+                fputs("&quot;", f);
+                break;
+            case '\'':
+                fputs("&#39;", f);
+                break;
+            default:
+                fputc(*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+            }
+        } else if (n > 1) {
+            fwrite(s, 1, (size_t)n, f);
+        } else {
+            fputc('?', f);
+            n = 1;
+        }
+        s += n;
+    }
+}
+
+void output_json_escape(FILE *f, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    while (*s) {
+        int n = utf8_len(s);
+        if (n == 1) {
+            if (*s == '"' || *s == '\\')
+                fprintf(f, "\\%c", *s);
+            else if (*s < 0x20)
+                fprintf(f, "\\u%04x", *s);
+            else
+                fputc(*s, f);
+        } else if (n > 1) {
+            fwrite(s, 1, (size_t)n, f);
+        } else {
+            fputc('?', f);
+            n = 1;
+        }
+        s += n;
+    }
+}
