@@ -19,7 +19,7 @@ FUZZ_SECONDS       ?= 30
 FUZZ_SMOKE_SECONDS ?= 20
 FUZZ_JOBS          ?= 2
 FUZZ_DIR           := build/fuzz
-FUZZ_CFLAGS        := -std=gnu11 -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE -DPYEBPF_FUZZ \
+FUZZ_CFLAGS        := -std=gnu11 -g -O1 -Wall -Wextra -Wno-unused-parameter -fno-omit-frame-pointer -D_GNU_SOURCE -DPYEBPF_FUZZ \
                       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
                       -Ijitdump -Iuser -Ibpf
 FUZZ_LIBS          := -ldw -lelf -lz -lm -lpthread -ldl
@@ -31,7 +31,8 @@ FUZZ_SRCS_elfsym   := user/elfsym.c user/cfi_read.c
 FUZZ_SRCS_cfi      := user/cfi_read.c
 FUZZ_SRCS_linetable := user/linetable.c
 FUZZ_SRCS_pyrt     := user/pyrt.c
-FUZZ_SRCS_folded   := user/folded.c user/profile.c
+FUZZ_SRCS_folded   := user/folded.c user/profile.c user/output.c user/svg.c user/svg_js.c \
+                      user/speedscope.c user/pprof.c user/summary.c
 
 FUZZ_ALL       := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_HAVE      := $(foreach t,$(FUZZ_ALL),$(if $(wildcard $(firstword $(FUZZ_SRCS_$(t)))),$(t)))

@@ -183,9 +183,30 @@ gen_pyrt() {
 gen_folded() {
     local d=$1
     printf 'main;outer (x.py:10);inner (x.py:3) 7\nmain;outer (x.py:10) 2\n' > "$d/simple.folded"
-    printf 'thread 12 (python3);_start;main;PyEval_EvalCode;py::f:/x.py;g (y.py:1);do_syscall_64_[k] 3\n' \
+    printf 'thread 12 (python3);_start;main;PyEval_EvalCode;py::f:/x.py;g (y.py:1);do_syscall_64_[k] 3\r\n' \
         > "$d/kinds.folded"
-    note "folded: 2 seeds (+ committed)"
+    printf 'thread 7;a;<module> (<frozen runpy>:88);[unknown] 1\n# comment\n\tb;c\t 18446744073709551615\nbad\n;; 4\nx_[j];[3 frames truncated] 2' \
+        > "$d/edge.folded"
+    python3 -c 'print(";".join("f%d (m.py:%d)" % (i, i) for i in range(2100)), 5)' > "$d/deep.folded"
+    # a real profile's shape: Python's own stack of a workload, folded by a tracer
+    python3 - "$TMPD/work.py" > "$d/traced.folded" << 'PY'
+import collections, sys
+counts = collections.Counter()
+def tracer(frame, event, arg):
+    if event == "call":
+        stack = []
+        f = frame
+        while f:
+            stack.append("%s (%s:%d)" % (f.f_code.co_qualname, f.f_code.co_filename, f.f_lineno))
+            f = f.f_back
+        counts["thread 1 (python3);main;" + ";".join(reversed(stack))] += 1
+sys.setprofile(tracer)
+exec(compile(open(sys.argv[1]).read(), "/app/work.py", "exec"), {"__name__": "__main__"})
+sys.setprofile(None)
+for stack, n in counts.most_common(40):
+    print(stack, n)
+PY
+    note "folded: 5 seeds"
 }
 
 for t in "$@"; do
