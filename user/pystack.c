@@ -1,0 +1,477 @@
+/* pystack — thread states, predicted frame-chain reads, stats (see pystack.h). */
+#include "pystack.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pycode.h"
+
+#define MAX_INTERPS      64
+#define MAX_THREADS      8192
+#define MAX_PRED_CODES   64   /* code headers re-read with the prediction */
+#define FRAME_BUF        128  /* bytes; f_read_size is ~72 */
+
+/* What the thread's previous sample saw: read again first, in one call. */
+struct thread_slot {
+    pid_t tid;
+    uint64_t tstate;
+    uint64_t cframe;         /* 3.11/3.12: tstate->cframe */
+    uint64_t *frames;        /* frame addresses, leaf first, shims included */
+    uint32_t nframes;
+    uint64_t codes[MAX_PRED_CODES]; /* distinct code objects of those frames */
+    uint32_t ncodes;
+};
+
+struct pystack {
+    struct pyrt rt;
+    struct remote r;
+    struct profile *prof;
+    struct pycode *code;
+    struct pystack_opts o;
+    struct pystack_stats st;
+    struct { pid_t tid; uint32_t slot; bool valid; } l1; /* last thread asked for */
+    struct thread_slot *slots;
+    uint32_t nslots;
+    uint32_t *idx, idx_cap; /* tid hash → slot + 1 */
+    /* per-sample scratch, sized for max_depth */
+    struct remote_seg *segs;
+    uint8_t *fbuf, *hbuf;
+    struct pystack_raw *raw;
+    uint64_t *addrs;
+    uint64_t *seen;
+    uint32_t *seen_stamp, seen_cap, stamp;
+};
+
+/* -- Small helpers ----------------------------------------------------------------------------- */
+
+static uint64_t u64_at(const uint8_t *b, uint32_t off)
+{
+    uint64_t v;
+    memcpy(&v, b + off, 8);
+    return v;
+}
+
+static uint32_t tid_hash(pid_t tid, uint32_t cap)
+{
+    return ((uint32_t)tid * 2654435761u) & (cap - 1);
+}
+
+static int slot_find(const struct pystack *ps, pid_t tid)
+{
+    if (!ps->idx_cap)
+        return -1;
+    for (uint32_t i = tid_hash(tid, ps->idx_cap);; i = (i + 1) & (ps->idx_cap - 1)) {
+        if (!ps->idx[i])
+            return -1;
+        if (ps->slots[ps->idx[i] - 1].tid == tid)
+            return (int)ps->idx[i] - 1;
+    }
+}
+
+/* -- L2: thread states from interp->threads ---------------------------------------------------- */
+
+/* Re-reads every interpreter's thread list and rebuilds the tid table; predictions of threads
+ * whose thread state did not move are kept. */
+static int refresh_threads(struct pystack *ps)
+{
+    const struct pyrt_layout *L = &ps->rt.L;
+    struct thread_slot *nslots = NULL;
+    uint32_t n = 0, cap = 0;
+    uint8_t ts[512];
+    uint64_t interp;
+    int rc;
+
+    ps->st.l2_refreshes++;
+    ps->l1.valid = false;
+    if ((rc = pyrt_first_interp(&ps->rt, &ps->r, &interp)) != 0)
+        return rc;
+    for (int ni = 0; interp && ni < MAX_INTERPS; ni++) {
+        uint64_t head = 0, next = 0;
+        struct remote_seg s[2] = {REMOTE_SEG(interp + L->is_threads_head, &head, 8),
+                                  REMOTE_SEG(interp + L->is_next, &next, 8)};
+        if (remote_readv(&ps->r, s, 2, false) != 2)
+            break;
+        for (uint64_t t = head; t && n < MAX_THREADS; t = u64_at(ts, L->ts_next)) {
+            if (remote_read(&ps->r, t, ts, L->ts_read_size) != 0) {
+                ps->st.errors++;
+                break;
+            }
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                struct thread_slot *g = realloc(nslots, cap * sizeof(*g));
+                if (!g) {
+                    free(nslots);
+                    return -ENOMEM;
+                }
+                nslots = g;
+            }
+            nslots[n++] = (struct thread_slot){.tid = (pid_t)u64_at(ts, L->ts_native_thread_id),
+                                               .tstate = t};
+        }
+        interp = next;
+    }
+    /* Carry predictions over; free the rest. */
+    for (uint32_t i = 0; i < ps->nslots; i++) {
+        struct thread_slot *old = &ps->slots[i];
+        for (uint32_t k = 0; k < n && old->frames; k++) {
+            if (nslots[k].tid == old->tid && nslots[k].tstate == old->tstate && !nslots[k].frames) {
+                nslots[k] = *old;
+                old->frames = NULL;
+            }
+        }
+        free(old->frames);
+    }
+    free(ps->slots);
+    ps->slots = nslots;
+    ps->nslots = n;
+    uint32_t icap = 16;
+    while (icap < 2 * n)
+        icap *= 2;
+    uint32_t *idx = calloc(icap, sizeof(*idx));
+    if (!idx)
+        return -ENOMEM;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = tid_hash(nslots[k].tid, icap);
+        while (idx[i])
+            i = (i + 1) & (icap - 1);
+        idx[i] = k + 1;
+    }
+    free(ps->idx);
+    ps->idx = idx;
+    ps->idx_cap = icap;
+    return 0;
+}
+
+/* L1, then L2, then a refresh. Returns the slot index or -ESRCH. */
+static int thread_slot(struct pystack *ps, pid_t tid)
+{
+    if (ps->l1.valid && ps->l1.tid == tid) {
+        ps->st.l1_hits++;
+        return (int)ps->l1.slot;
+    }
+    ps->st.l1_misses++;
+    int s = slot_find(ps, tid);
+    if (s >= 0) {
+        ps->st.l2_hits++;
+    } else {
+        ps->st.l2_misses++;
+        int rc = refresh_threads(ps);
+        if (rc)
+            return rc;
+        s = slot_find(ps, tid);
+        if (s < 0)
+            return -ESRCH;
+    }
+    ps->l1.tid = tid;
+    ps->l1.slot = (uint32_t)s;
+    ps->l1.valid = true;
+    return s;
+}
+
+int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate)
+{
+    int s = thread_slot(ps, tid);
+    if (s < 0)
+        return s;
+    *tstate = ps->slots[s].tstate;
+    return 0;
+}
+
+/* -- Lifecycle ---------------------------------------------------------------------------------- */
+
+int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
+                 const struct pystack_opts *opts, char *err, size_t errlen)
+{
+    struct pystack *ps = calloc(1, sizeof(*ps));
+    int rc;
+
+    if (!ps)
+        return -ENOMEM;
+    if (opts)
+        ps->o = *opts;
+    if (!ps->o.max_depth)
+        ps->o.max_depth = 1024;
+    if (ps->o.max_depth > 65536)
+        ps->o.max_depth = 65536;
+    if (!ps->o.max_reads)
+        ps->o.max_reads = 32;
+    ps->prof = prof;
+    remote_init(&ps->r, pid);
+    if ((rc = pyrt_attach(&ps->rt, &ps->r, pid, err, errlen)) != 0)
+        goto fail;
+    if (ps->rt.L.f_read_size > FRAME_BUF || ps->rt.L.ts_read_size > 512) {
+        rc = -EPROTO;
+        snprintf(err, errlen, "Python %s: structures larger than expected", ps->rt.version);
+        goto fail;
+    }
+    uint32_t d = ps->o.max_depth;
+    ps->seen_cap = 16;
+    while (ps->seen_cap < 2 * d)
+        ps->seen_cap *= 2;
+    ps->segs = calloc(d + MAX_PRED_CODES + 2, sizeof(*ps->segs));
+    ps->fbuf = malloc((size_t)d * FRAME_BUF);
+    ps->hbuf = malloc((size_t)MAX_PRED_CODES * ps->rt.L.co_hdr_size);
+    ps->raw = calloc(d, sizeof(*ps->raw));
+    ps->addrs = calloc(d, sizeof(*ps->addrs));
+    ps->seen = calloc(ps->seen_cap, sizeof(*ps->seen));
+    ps->seen_stamp = calloc(ps->seen_cap, sizeof(*ps->seen_stamp));
+    rc = -ENOMEM;
+    if (!ps->segs || !ps->fbuf || !ps->hbuf || !ps->raw || !ps->addrs || !ps->seen ||
+        !ps->seen_stamp)
+        goto fail;
+    if ((rc = pycode_new(&ps->code, &ps->rt, &ps->r, prof, &ps->st)) != 0)
+        goto fail;
+    *out = ps;
+    return 0;
+fail:
+    pystack_close(ps);
+    return rc;
+}
+
+void pystack_close(struct pystack *ps)
+{
+    if (!ps)
+        return;
+    for (uint32_t i = 0; i < ps->nslots; i++)
+        free(ps->slots[i].frames);
+    free(ps->slots);
+    free(ps->idx);
+    pycode_free(ps->code);
+    free(ps->segs);
+    free(ps->fbuf);
+    free(ps->hbuf);
+    free(ps->raw);
+    free(ps->addrs);
+    free(ps->seen);
+    free(ps->seen_stamp);
+    free(ps);
+}
+
+const struct pyrt *pystack_runtime(const struct pystack *ps) { return &ps->rt; }
+const struct remote_stats *pystack_remote_stats(const struct pystack *ps) { return &ps->r.st; }
+void pystack_get_stats(const struct pystack *ps, struct pystack_stats *st) { *st = ps->st; }
+
+/* -- One sample --------------------------------------------------------------------------------- */
+
+/* Marks `addr` visited in this sample; false when it already was (a loop). */
+static bool visit(struct pystack *ps, uint64_t addr)
+{
+    uint32_t mask = ps->seen_cap - 1;
+    for (uint32_t i = (uint32_t)(addr >> 3) * 2654435761u & mask;; i = (i + 1) & mask) {
+        if (ps->seen_stamp[i] != ps->stamp) {
+            ps->seen_stamp[i] = ps->stamp;
+            ps->seen[i] = addr;
+            return true;
+        }
+        if (ps->seen[i] == addr)
+            return false;
+    }
+}
+
+/* The predicted batch: thread state, cframe, frames, code headers. Returns segments used. */
+static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8_t *tsbuf,
+                          uint64_t *cf_top)
+{
+    const struct pyrt_layout *L = &ps->rt.L;
+    size_t n = 0;
+
+    ps->segs[n++] = REMOTE_SEG(s->tstate, tsbuf, L->ts_read_size);
+    if (L->ts_cframe)
+        ps->segs[n++] =
+            REMOTE_SEG(s->cframe + L->cf_current_frame, cf_top, s->cframe ? 8 : 0);
+    for (uint32_t k = 0; k < s->nframes; k++)
+        ps->segs[n++] = REMOTE_SEG(s->frames[k], ps->fbuf + (size_t)k * FRAME_BUF,
+                                            L->f_read_size);
+    for (uint32_t k = 0; k < s->ncodes; k++)
+        ps->segs[n++] = REMOTE_SEG(s->codes[k] + L->co_hdr_start,
+                                            ps->hbuf + (size_t)k * L->co_hdr_size, L->co_hdr_size);
+    return n;
+}
+
+static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t cframe, size_t n)
+{
+    const struct pyrt_layout *L = &ps->rt.L;
+
+    if (!s->frames && !(s->frames = malloc(ps->o.max_depth * sizeof(*s->frames)))) {
+        s->nframes = s->ncodes = 0;
+        return;
+    }
+    memcpy(s->frames, ps->addrs, n * sizeof(*s->frames));
+    s->nframes = (uint32_t)n;
+    s->cframe = cframe;
+    s->ncodes = 0;
+    for (size_t i = 0; i < n && s->ncodes < MAX_PRED_CODES; i++) {
+        if (L->minor >= 12 && ps->raw[i].owner >= PYRT_OWNED_BY_CSTACK)
+            continue;
+        bool dup = false;
+        for (uint32_t k = 0; k < s->ncodes && !dup; k++)
+            dup = s->codes[k] == ps->raw[i].code;
+        if (!dup)
+            s->codes[s->ncodes++] = ps->raw[i].code;
+    }
+}
+
+int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_t max,
+                 unsigned *flags)
+{
+    const struct pyrt_layout *L = &ps->rt.L;
+    const uint64_t calls0 = ps->r.st.calls;
+    uint8_t ts[512], one[FRAME_BUF];
+    uint64_t cf_top = 0;
+    unsigned fl = 0;
+    size_t nseg = 0;
+    int si = -1, rc;
+
+    ps->st.samples++;
+    pycode_begin(ps->code);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if ((si = thread_slot(ps, tid)) < 0)
+            return si;
+        nseg = build_batch(ps, &ps->slots[si], ts, &cf_top);
+        if ((rc = remote_readv(&ps->r, ps->segs, nseg, true)) < 0)
+            return rc;
+        if (ps->segs[0].ok && (pid_t)u64_at(ts, L->ts_native_thread_id) == tid)
+            break;
+        /* The thread state moved or died: the caches are stale for this thread. */
+        if (attempt == 1)
+            return -ESRCH;
+        if ((rc = refresh_threads(ps)) != 0)
+            return rc;
+    }
+    struct thread_slot *s = &ps->slots[si];
+    const size_t seg_frames = L->ts_cframe ? 2 : 1;
+    for (uint32_t k = 0; k < s->ncodes; k++)
+        if (ps->segs[seg_frames + s->nframes + k].ok)
+            pycode_header(ps->code, s->codes[k], ps->hbuf + (size_t)k * L->co_hdr_size);
+
+    /* The top frame. */
+    uint64_t top, cframe = 0;
+    if (L->ts_cframe) {
+        cframe = u64_at(ts, L->ts_cframe);
+        top = 0;
+        if (cframe && cframe == s->cframe && ps->segs[1].ok)
+            top = cf_top;
+        else if (cframe && remote_read(&ps->r, cframe + L->cf_current_frame, &top, 8) != 0)
+            fl |= PYSTACK_BROKEN;
+    } else {
+        top = u64_at(ts, L->ts_current_frame);
+    }
+
+    /* The chain, from the predicted read where it still matches. */
+    size_t n = 0;
+    uint32_t j = 0;
+    ps->stamp++;
+    for (uint64_t addr = top; addr && !(fl & PYSTACK_BROKEN);) {
+        if (n == ps->o.max_depth) {
+            fl |= PYSTACK_TRUNCATED;
+            ps->st.truncated++;
+            break;
+        }
+        if (!visit(ps, addr)) {
+            ps->st.loops++;
+            fl |= PYSTACK_BROKEN;
+            break;
+        }
+        const uint8_t *f = NULL;
+        if (j < s->nframes && s->frames[j] == addr && ps->segs[seg_frames + j].ok) {
+            f = ps->fbuf + (size_t)j++ * FRAME_BUF;
+        } else {
+            for (uint32_t k = 0; k < s->nframes && !f; k++)
+                if (s->frames[k] == addr && ps->segs[seg_frames + k].ok) {
+                    f = ps->fbuf + (size_t)k * FRAME_BUF;
+                    j = k + 1;
+                }
+        }
+        if (f) {
+            ps->st.pred_hits++;
+        } else {
+            ps->st.pred_misses++;
+            if (ps->r.st.calls - calls0 >= ps->o.max_reads) {
+                ps->st.budget_exhausted++;
+                fl |= PYSTACK_BROKEN;
+                break;
+            }
+            if (remote_read(&ps->r, addr, one, L->f_read_size) != 0) {
+                ps->st.errors++;
+                fl |= PYSTACK_BROKEN;
+                break;
+            }
+            f = one;
+        }
+        struct pystack_raw *rw = &ps->raw[n];
+        rw->code = u64_at(f, L->f_code);
+        rw->instr = u64_at(f, L->f_instr);
+        rw->owner = f[L->f_owner];
+        rw->is_entry = L->f_is_entry >= 0 ? f[L->f_is_entry] : 0;
+        /* Owners are 0..2 (3.11) or 0..3 (3.12+); anything else is not a frame. */
+        if (rw->owner > (L->minor >= 12 ? 3 : 2) || (rw->owner < 3 && !rw->code)) {
+            ps->st.errors++;
+            fl |= PYSTACK_BROKEN;
+            break;
+        }
+        ps->addrs[n++] = addr;
+        addr = u64_at(f, L->f_previous);
+    }
+    if (ps->r.st.calls - calls0 == 1 && !(fl & PYSTACK_BROKEN) && n == s->nframes && j == n)
+        fl |= PYSTACK_PREDICTED;
+    if (fl & PYSTACK_BROKEN)
+        ps->st.errors++;
+    save_prediction(ps, s, cframe, n);
+    if (flags)
+        *flags = fl;
+    rc = pycode_symbolize(ps->code, ps->raw, n, out, max,
+                          !(fl & (PYSTACK_BROKEN | PYSTACK_TRUNCATED)));
+    if (ps->r.st.calls - calls0 == 1)
+        ps->st.steady_samples++;
+    return rc;
+}
+
+int pystack_symbolize(struct pystack *ps, const struct pystack_raw *raw, size_t n, bool truncated,
+                      struct pystack_frame *out, size_t max)
+{
+    ps->st.samples++;
+    pycode_begin(ps->code);
+    return pycode_symbolize(ps->code, raw, n, out, max, !truncated);
+}
+
+/* -- Stats -------------------------------------------------------------------------------------- */
+
+static double rate(uint64_t hit, uint64_t miss)
+{
+    return hit + miss ? (double)hit / (double)(hit + miss) : 0.0;
+}
+
+void pystack_print_stats(const struct pystack *ps, FILE *f)
+{
+    const struct remote_stats *r = &ps->r.st;
+    const struct pystack_stats *s = &ps->st;
+
+    fprintf(f, "python_version: %s\n", ps->rt.version);
+    fprintf(f, "python_samples: %" PRIu64 "\n", s->samples);
+    fprintf(f, "python_frames: %" PRIu64 "\n", s->frames);
+    fprintf(f, "remote_reads: %" PRIu64 "\n", r->calls);
+    fprintf(f, "remote_read_bytes: %" PRIu64 "\n", r->bytes);
+    fprintf(f, "remote_read_errors: %" PRIu64 "\n", r->errors);
+    fprintf(f, "reads_per_sample: %.3f\n", s->samples ? (double)r->calls / (double)s->samples : 0.0);
+    fprintf(f, "bytes_per_sample: %.1f\n", s->samples ? (double)r->bytes / (double)s->samples : 0.0);
+    fprintf(f, "batched_attempts: %" PRIu64 "\n", r->batched_attempts);
+    fprintf(f, "batched_successes: %" PRIu64 "\n", r->batched_successes);
+    fprintf(f, "batched_segments_requested: %" PRIu64 "\n", r->segs_requested);
+    fprintf(f, "batched_segments_read: %" PRIu64 "\n", r->segs_read);
+    fprintf(f, "steady_samples: %" PRIu64 "\n", s->steady_samples);
+    fprintf(f, "l1_hit_rate: %.3f\n", rate(s->l1_hits, s->l1_misses));
+    fprintf(f, "l2_hit_rate: %.3f\n", rate(s->l2_hits, s->l2_misses));
+    fprintf(f, "l2_refreshes: %" PRIu64 "\n", s->l2_refreshes);
+    fprintf(f, "prediction_hit_rate: %.3f\n", rate(s->pred_hits, s->pred_misses));
+    fprintf(f, "code_hit_rate: %.3f\n", rate(s->code_hits, s->code_misses));
+    fprintf(f, "code_stale: %" PRIu64 "\n", s->code_stale);
+    fprintf(f, "code_objects: %" PRIu64 "\n", s->code_objects);
+    fprintf(f, "frame_hit_rate: %.3f\n", rate(s->fin_hits, s->fin_misses));
+    fprintf(f, "python_truncated: %" PRIu64 "\n", s->truncated);
+    fprintf(f, "python_loops: %" PRIu64 "\n", s->loops);
+    fprintf(f, "python_budget_exhausted: %" PRIu64 "\n", s->budget_exhausted);
+    fprintf(f, "python_bad_code: %" PRIu64 "\n", s->bad_code);
+    fprintf(f, "python_errors: %" PRIu64 "\n", s->errors);
+}

@@ -1,0 +1,108 @@
+/*
+ * pystack — the Python frames of one thread of a target process, read remotely and symbolised.
+ *
+ * One sample of thread TID:
+ *
+ *   L1 {tid → slot} ─miss─▶ L2 table tid → slot {thread state, prediction}
+ *                              └─miss─▶ walk interp->threads (native_thread_id == tid), refill
+ *
+ *   one batched process_vm_readv:
+ *     [thread state] [predicted _PyCFrame] [predicted frame 0] ... [frame N-1] [code hdr] ...
+ *      └ exact sizes; the prediction is the chain of the thread's previous sample, so a steady
+ *        stack costs exactly this one call. Frames not predicted are read one by one (each
+ *        frame's `previous` is only known once it is read), then the walk rejoins the prediction.
+ *
+ *   code object cache: address → {qualname, filename, firstlineno, decoded line table}, each
+ *     entry validated once per sample by re-reading its header (ob_type, firstlineno, name,
+ *     qualname, filename, linetable pointers) — inside the same batched call when predicted.
+ *     Misses are fetched for all new code objects of a sample together, in three calls
+ *     (headers; str/bytes headers; their contents).
+ *   (code, instruction offset) → finished frame (profile frame index) cache.
+ *
+ * A per-sample budget (depth cap, loop detection, at most max_reads calls) ends forged or
+ * looping chains; errors are counted, never fatal.
+ */
+#ifndef PYEBPF_PYSTACK_H
+#define PYEBPF_PYSTACK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "profile.h"
+#include "pyrt.h"
+
+struct pystack;
+
+struct pystack_opts {
+    uint32_t max_depth; /* Python frames per sample, shims included; 0: 1024 */
+    uint32_t max_reads; /* process_vm_readv calls per sample; 0: 32 */
+};
+
+/* One Python frame of a sample, leaf first. */
+struct pystack_frame {
+    uint32_t frame; /* profile frame index: FRAME_PYTHON, "qualname", file, line */
+    bool entry;     /* the root-most frame of one _PyEval_EvalFrameDefault call: the merge gives
+                       each eval-loop native frame the frames up to and including the next one
+                       with entry set (3.11: is_entry; 3.12+: followed by an owner==3 shim, which
+                       is itself left out). The root-most frame of a complete stack is one. */
+};
+
+/* pystack_read *flags */
+#define PYSTACK_TRUNCATED 0x1u /* depth cap reached; the root side is missing */
+#define PYSTACK_BROKEN    0x2u /* chain ended early: unreadable or invalid frame, loop, budget */
+#define PYSTACK_PREDICTED 0x4u /* the whole chain came from the one predicted read */
+
+/* A frame as captured elsewhere (in-kernel), leaf first. */
+struct pystack_raw {
+    uint64_t code;  /* PyCodeObject address (f_code / f_executable) */
+    uint64_t instr; /* prev_instr (3.11/3.12) or instr_ptr (3.13) */
+    uint8_t owner;  /* _PyInterpreterFrame.owner */
+    uint8_t is_entry; /* 3.11 only */
+};
+
+struct pystack_stats {
+    uint64_t samples;      /* pystack_read + pystack_symbolize calls */
+    uint64_t frames;       /* Python frames returned */
+    uint64_t l1_hits, l1_misses;
+    uint64_t l2_hits, l2_misses, l2_refreshes;
+    uint64_t pred_hits, pred_misses;   /* frames found in / missing from the predicted read */
+    uint64_t steady_samples;           /* samples served by the predicted read alone */
+    uint64_t code_hits, code_misses, code_stale; /* stale: header changed, entry replaced */
+    uint64_t code_objects;             /* entries in the code cache */
+    uint64_t fin_hits, fin_misses;     /* (code, offset) → frame cache */
+    uint64_t truncated, errors, loops, budget_exhausted, bad_code;
+};
+
+/* Attaches to the Python runtime of `pid` (pyrt_attach) and interns frames into `prof`. On
+ * failure, *err says why in one line. */
+int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
+                 const struct pystack_opts *opts, char *err, size_t errlen);
+void pystack_close(struct pystack *ps);
+
+/* Reads the Python stack of thread `tid` now: up to `max` frames, leaf first, into out. Returns
+ * the number of frames (0: no Python code running), -ESRCH when `tid` has no Python thread state,
+ * or another -errno when the target cannot be read. */
+int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_t max,
+                 unsigned *flags);
+
+/* Symbolises frames captured elsewhere (in-kernel): only code objects are read (batched,
+ * cached). Shim frames (owner == 3) are dropped; `truncated` says the capture stopped before the
+ * root. Returns the number of frames written. */
+int pystack_symbolize(struct pystack *ps, const struct pystack_raw *raw, size_t n, bool truncated,
+                      struct pystack_frame *out, size_t max);
+
+/* The thread state of `tid` (for the in-kernel reader), from the caches. */
+int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate);
+
+const struct pyrt *pystack_runtime(const struct pystack *ps);
+const struct remote_stats *pystack_remote_stats(const struct pystack *ps);
+void pystack_get_stats(const struct pystack *ps, struct pystack_stats *st);
+
+/* `key: value` lines for --stats: remote_reads, remote_read_bytes, reads_per_sample,
+ * batched_attempts, batched_successes, batched_segments_requested, batched_segments_read,
+ * <cache>_hit_rate for l1, l2, prediction, code, frame; code_objects; errors. */
+void pystack_print_stats(const struct pystack *ps, FILE *f);
+
+#endif
