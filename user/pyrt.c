@@ -380,6 +380,33 @@ static int check_target(struct pyrt *rt, struct remote *r, char *err, size_t err
     return 0;
 }
 
+int pyrt_layout_from_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len,
+                                   uint32_t hex, const char *version, char *err, size_t errlen)
+{
+    struct debug_offsets_313 d;
+    if (len < sizeof(d))
+        return fail(err, errlen, -EPROTO, "Python %s: _Py_DebugOffsets is cut short", version);
+    memcpy(&d, buf, sizeof(d));
+    if (memcmp(d.cookie, "xdebugpy", 8) != 0)
+        return fail(err, errlen, -EPROTO, "Python %s: _PyRuntime lacks the xdebugpy cookie",
+                    version);
+    if ((d.version >> 16) != (hex >> 16))
+        return fail(err, errlen, -EPROTO,
+                    "Python %s: _Py_DebugOffsets is for version 0x%" PRIx64 ", not 0x%x",
+                    version, d.version, hex);
+    if (((hex >> 16) & 0xff) > 13)
+        return fail(err, errlen, -ENOTSUP,
+                    "Python %s: its _Py_DebugOffsets layout (version 0x%" PRIx64
+                    ") is newer than this reader knows (3.13); refusing rather than guessing",
+                    version, d.version);
+    int rc = layout_from_debug_offsets(L, &d, err, errlen);
+    if (rc == 0) {
+        L->free_threaded = d.free_threaded != 0;
+        derive_sizes(L);
+    }
+    return rc;
+}
+
 int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t errlen)
 {
     struct found f;
@@ -438,27 +465,9 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
             rc = fail(err, errlen, rc, "process %d: cannot read _Py_DebugOffsets", (int)pid);
             goto out;
         }
-        if (memcmp(d.cookie, "xdebugpy", 8) != 0) {
-            rc = fail(err, errlen, -EPROTO, "Python %s: _PyRuntime lacks the xdebugpy cookie",
-                      rt->version);
+        if ((rc = pyrt_layout_from_debug_offsets(&rt->L, &d, sizeof(d), hex, rt->version, err,
+                                                 errlen)) != 0)
             goto out;
-        }
-        if ((d.version >> 16) != (hex >> 16)) {
-            rc = fail(err, errlen, -EPROTO,
-                      "Python %s: _Py_DebugOffsets is for version 0x%" PRIx64 ", not 0x%x",
-                      rt->version, d.version, hex);
-            goto out;
-        }
-        if (minor > 13) {
-            rc = fail(err, errlen, -ENOTSUP,
-                      "Python %s: its _Py_DebugOffsets layout (version 0x%" PRIx64
-                      ") is newer than this reader knows (3.13); refusing rather than guessing",
-                      rt->version, d.version);
-            goto out;
-        }
-        if ((rc = layout_from_debug_offsets(&rt->L, &d, err, errlen)) != 0)
-            goto out;
-        rt->L.free_threaded = d.free_threaded != 0;
     }
     rt->L.version_hex = hex;
     rt->L.major = major;

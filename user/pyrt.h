@@ -69,6 +69,13 @@ struct pyrt {
  * this reader does not support, -EPROTO a layout check failed. */
 int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t errlen);
 
+/* Checks a 3.13+ _Py_DebugOffsets image (the first `len` bytes of _PyRuntime of a target whose
+ * Py_Version is `hex`, named `version` in messages) and fills the offsets and read sizes of L
+ * from it, as pyrt_attach does. 0, -EPROTO (bad cookie, version or offsets) or -ENOTSUP (newer layout,
+ * free-threaded build), with one line in err. */
+int pyrt_layout_from_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len,
+                                   uint32_t hex, const char *version, char *err, size_t errlen);
+
 /* Address of the first interpreter (the main one); 0 before initialisation. */
 int pyrt_first_interp(const struct pyrt *rt, struct remote *r, uint64_t *interp);
 
