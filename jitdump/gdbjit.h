@@ -1,0 +1,57 @@
+/*
+ * GDB JIT interface: registers in-memory ELF images (elfimg) with any gdb attached now or later.
+ *
+ * Regions are packed into shared images of up to `batch` regions. The newest image stays open:
+ * each add rebuilds it and swaps it in the debugger's list (register new, then unregister old),
+ * so a region is visible the moment gdbjit_add returns. A full image is sealed; removing a region
+ * rebuilds its image without it (or drops the image when it was the last).
+ */
+#ifndef PYJIT_GDBJIT_H
+#define PYJIT_GDBJIT_H
+
+#include <stdint.h>
+
+#include "pyjit.h"
+
+#define GDBJIT_DEFAULT_BATCH 256
+
+/* The gdb-defined layouts (gdb manual, "JIT Compilation Interface"):
+ *
+ *   jit_code_entry (32 bytes)               jit_descriptor (24 bytes)
+ *   +0  next          entry *               +0   version         u32 (1)
+ *   +8  prev          entry *               +4   action_flag     u32 (0 none, 1 reg, 2 unreg)
+ *   +16 symfile_addr  const char *          +8   relevant_entry  entry *
+ *   +24 symfile_size  u64                   +16  first_entry     entry *
+ */
+struct jit_code_entry {
+    struct jit_code_entry *next, *prev;
+    const char *symfile_addr;
+    uint64_t symfile_size;
+};
+
+struct jit_descriptor {
+    uint32_t version;
+    uint32_t action_flag;
+    struct jit_code_entry *relevant_entry;
+    struct jit_code_entry *first_entry;
+};
+
+/* The process-wide symbols gdb looks for (weak: several JITs in one process share them). */
+extern struct jit_descriptor __jit_debug_descriptor;
+void __jit_debug_register_code(void);
+
+struct gdbjit;
+
+/* batch 0: GDBJIT_DEFAULT_BATCH. */
+int gdbjit_open(struct gdbjit **out, enum pyjit_arch arch, unsigned batch);
+/* Copies r (name, CFI bytes) and makes it visible to gdb under `id` (unique per gdbjit).
+ * -EINVAL for a malformed region (nothing registered), -EEXIST for a used id, -ENOMEM. */
+int gdbjit_add(struct gdbjit *g, const struct pyjit_region *r, uint64_t id);
+/* Forgets region `id`; -ENOENT if unknown. */
+int gdbjit_remove(struct gdbjit *g, uint64_t id);
+/* Number of images currently registered by g (for tests and statistics). */
+unsigned gdbjit_images(const struct gdbjit *g);
+/* Unregisters and frees everything. */
+void gdbjit_close(struct gdbjit *g);
+
+#endif
