@@ -57,6 +57,7 @@ $(BUILD)/libpyjit.a: $(PYJIT_OBJS)
 $(BUILD)/libpyjit.so: $(PYJIT_OBJS)
 	$(CC) -shared -Wl,-soname,libpyjit.so.0 $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/pyjit.pc: jitdump/pyjit.pc.in
+	@mkdir -p $(@D)
 	sed 's|@PREFIX@|$(PREFIX)|;s|@VERSION@|$(VERSION)|' $< > $@
 all: $(BUILD)/libpyjit.a $(BUILD)/libpyjit.so $(BUILD)/pyjit.pc
 
