@@ -105,7 +105,7 @@ static uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 /* An offset from _Py_DebugOffsets that must point inside a structure of `size` bytes. */
 static bool off_ok(uint64_t off, uint64_t width, uint64_t size)
 {
-    return size <= (1u << 20) && off + width <= size;
+    return size <= (1u << 20) && off <= size && width <= size - off; /* no off + width wrap */
 }
 
 /* Fills the fields derived from the offsets: how much of each struct one read must cover. */
@@ -122,8 +122,16 @@ static void derive_sizes(struct pyrt_layout *L)
     end = max_u32(end, L->co_name + 8);
     end = max_u32(end, L->co_qualname + 8);
     end = max_u32(end, L->co_linetable + 8);
-    L->co_hdr_start = L->ob_type;
-    L->co_hdr_size = end - L->ob_type;
+    end = max_u32(end, L->ob_type + 8);
+    /* The read starts at the lowest field: a table from the target may put ob_type after the
+     * code fields, and end - ob_type must not wrap. */
+    uint32_t start = L->ob_type;
+    const uint32_t fields[] = {L->co_firstlineno, L->co_filename, L->co_name, L->co_qualname,
+                               L->co_linetable};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        start = fields[i] < start ? fields[i] : start;
+    L->co_hdr_start = start;
+    L->co_hdr_size = end - start;
 }
 
 static int layout_from_debug_offsets(struct pyrt_layout *L, const struct debug_offsets_313 *d,
