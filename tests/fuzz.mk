@@ -62,8 +62,9 @@ fuzz-replay: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/replay_%)
 fuzz-build: $(FUZZ_BINS)
 	@$(if $(FUZZ_MISSING),echo "fuzz: not built (parser not in the tree yet): $(FUZZ_MISSING)")
 
-fuzz-seeds: fuzz-build
-	@tests/fuzz/gen_seeds.sh $(FUZZ_DIR)/seeds $(FUZZ_TARGETS)
+# jitprog (when its source is in the tree) makes real jitdump and perf map seeds.
+fuzz-seeds: fuzz-build $(filter %/progs/jitprog,$(PROG_BINS))
+	@BUILD=$(BUILD) tests/fuzz/gen_seeds.sh $(FUZZ_DIR)/seeds $(FUZZ_TARGETS)
 
 fuzz: fuzz-seeds
 	@tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGETS)

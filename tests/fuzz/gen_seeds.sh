@@ -9,6 +9,7 @@ set -u
 out=${1:?outdir}; shift
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 PY311=${PY311:-/root/.pyenv/versions/3.11.7/bin/python3.11}
 PY312=${PY312:-/root/.pyenv/versions/3.12.1/bin/python3.12}
 PY313=${PY313:-/root/.pyenv/versions/3.13.0/bin/python3.13}
@@ -37,7 +38,7 @@ PY
 small_elfs() {
     local f
     for f in "$PY313" /root/.pyenv/versions/3.13.0/lib/libpython3.so /usr/bin/true /usr/bin/env \
-        "$ROOT/$BUILD/progs/jitprog" "$ROOT/$BUILD/progs/jitprog-nofp" \
+        "$BUILD/progs/jitprog" "$BUILD/progs/jitprog-nofp" \
         /usr/lib/x86_64-linux-gnu/libdl.so.2 /usr/lib/x86_64-linux-gnu/libutil.so.1; do
         [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 65536 ] && echo "$f"
     done
@@ -53,15 +54,19 @@ small_elfs() {
         -o "$TMPD/t-debugframe.so" "$TMPD/t.c" 2> /dev/null; then echo "$TMPD/t-debugframe.so"; fi
 }
 
-# jitprog with the jitdump and perf map sinks, files in $TMPD/jit.
+# jitprog with the jitdump and perf map sinks: jit-PID.dump in $TMPD/jit, its perf map (always
+# in /tmp) moved there too.
 run_jitprog() {
-    local p=$ROOT/$BUILD/progs/jitprog
+    local p=$BUILD/progs/jitprog pid
     [ -x "$p" ] || { note "no $p (make all builds it)"; return 1; }
     [ -n "${JITPROG_DONE:-}" ] && return 0
-    mkdir -p "$TMPD/jit"
-    PYEBPF_JITDUMP_DIR=$TMPD/jit timeout 20 "$p" --sinks jitdump,perfmap --perfmap-dir "$TMPD/jit" \
-        > /dev/null 2>&1 || note "jitprog exited with $?"
     JITPROG_DONE=1
+    mkdir -p "$TMPD/jit"
+    pid=$(timeout 20 "$p" --sinks jitdump,perfmap --jitdump-dir "$TMPD/jit" --regions 12 2> /dev/null |
+        awk '/^ready/ { print $2 }')
+    [ -n "$pid" ] || { note "jitprog did not run"; return 1; }
+    [ -f "/tmp/perf-$pid.map" ] && mv "/tmp/perf-$pid.map" "$TMPD/jit/"
+    return 0
 }
 
 gen_jitread() {
@@ -134,6 +139,36 @@ if ".debug_frame" in secs:
 sys.exit(0 if made else 1)
 PY
     done
+    # the CFI a JIT publishes: UNWINDING_INFO of jitprog's dump, placed where perf maps it
+    if run_jitprog; then
+        for f in "$TMPD"/jit/jit-*.dump; do
+            [ -f "$f" ] || continue
+            python3 - "$f" "$d/jitprog" << 'PY' && n=$((n + 1))
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+off, unw, made = 40, None, 0
+while off + 16 <= len(data) and made < 4:
+    rid, size, _ = struct.unpack_from("<IIQ", data, off)
+    if size < 16:
+        break
+    if rid == 4:
+        usize, hsize, _ = struct.unpack_from("<QQQ", data, off + 16)
+        blob = data[off + 40:off + 40 + usize]
+        unw = (blob[:usize - hsize], blob[usize - hsize:])
+    elif rid == 0 and unw:
+        addr, csize = struct.unpack_from("<QQ", data, off + 32)[0], struct.unpack_from("<Q", data, off + 40)[0]
+        eh, hdr = unw
+        eh_addr = addr + ((csize + 7) & ~7)
+        for flag, h in ((2, hdr), (0, b"")):
+            open(f"{sys.argv[2]}-{made}.eh{flag}", "wb").write(
+                struct.pack("<BQQQI", flag, eh_addr, addr + 5, eh_addr + len(eh), len(h)) + h + eh)
+        made += 1
+        unw = None
+    off += size
+sys.exit(0 if made else 1)
+PY
+        done
+    fi
     note "cfi: $n files gave seeds"
 }
 
