@@ -125,8 +125,13 @@ static size_t standard_mapped_size(enum pyjit_arch arch)
     static const uint8_t code[1];
     size_t worst = 0;
     for (int kind = PYJIT_UNWIND_TRAMPOLINE; kind <= PYJIT_UNWIND_FP; kind++) {
-        struct pyjit_region r = {.code = code, .size = 1u << 20, .name = "", .unwind = kind,
-                                 .push_end = 4, .setup_end = 8, .pop_end = (1u << 20) - 4};
+        struct pyjit_region r = {.code = code,
+                                 .size = 1u << 20,
+                                 .name = "",
+                                 .unwind = kind,
+                                 .push_end = 4,
+                                 .setup_end = 8,
+                                 .pop_end = (1u << 20) - 4};
         struct cfi_buf b = {0};
         uint8_t hdr[CFI_EH_FRAME_HDR_SIZE];
         if (build_unwind(&b, hdr, arch, &r, 0x10000000, r.size) == 0 && b.len + sizeof(hdr) > worst)
@@ -185,8 +190,8 @@ static void put_prefix(uint8_t *p, uint32_t id, size_t size, uint64_t ts)
 /* DEBUG_INFO: one entry per line-table row, each naming the file (perf 6.1 does not read the
  * shorthand), then a sentinel at the end of the code because perf ends the sequence at the
  * last entry instead of at the end of the code. */
-static uint8_t *put_debug_info(uint8_t *p, const struct pyjit_region *r, uint64_t code_addr,
-                               const char *file, size_t flen, uint64_t ts, size_t size)
+static uint8_t *put_debug_info(uint8_t *p, const struct pyjit_region *r, uint64_t code_addr, const char *file,
+                               size_t flen, uint64_t ts, size_t size)
 {
     put_prefix(p, JITDUMP_CODE_DEBUG_INFO, size, ts);
     struct jitdump_debug_info d = {.code_addr = code_addr, .nr_entry = r->nlines + 1};
@@ -221,8 +226,12 @@ int jitdump_code_load(struct jitdump *jd, const struct pyjit_region *r)
     size_t flen = strlen(file);
     size_t dbg_size = 0;
     if (lines) {
+        /* Rows in code order inside the code: perf turns them into one line sequence. */
+        for (size_t i = 0; i < r->nlines; i++)
+            if (r->lines[i].offset >= r->size || (i && r->lines[i].offset < r->lines[i - 1].offset))
+                return -EINVAL;
         size_t per = sizeof(struct jitdump_debug_entry) + flen + 1;
-        if (r->nlines >= (UINT32_MAX - sizeof(struct jitdump_debug_info)) / per - 1)
+        if (flen > UINT32_MAX / 4 || r->nlines + 1 > (UINT32_MAX - sizeof(struct jitdump_debug_info)) / per)
             return -E2BIG;
         dbg_size = sizeof(struct jitdump_debug_info) + (r->nlines + 1) * per;
     }

@@ -41,10 +41,10 @@ struct jitread_dump {
     uint64_t timestamp, flags;
     struct jitread_region *regions; /* in file order */
     size_t nregions;
-    size_t nmoves;      /* CODE_MOVE records seen (not applied) */
-    size_t nunknown;    /* records of unknown id skipped */
-    int closed;         /* a CODE_CLOSE was seen */
-    size_t consumed;    /* bytes of the input that parsed as whole records */
+    size_t nmoves;   /* CODE_MOVE records seen (not applied) */
+    size_t nunknown; /* records of unknown id skipped */
+    int closed;      /* a CODE_CLOSE was seen */
+    size_t consumed; /* bytes of the input that parsed as whole records */
 };
 
 /* Parses len bytes. Returns 0, or a negative error with *d holding what was complete before it:
