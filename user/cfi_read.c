@@ -4,110 +4,66 @@
  * malformed section yields -EINVAL, never a read outside the bytes.
  */
 #include "cfi_read.h"
+#include "dwcur.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* -- Cursor -------------------------------------------------------------------------------- */
-
-struct cur {
-    const uint8_t *p, *end;
-    const uint8_t *base; /* data[0] */
-    uint64_t base_vaddr; /* its link-time address, for pcrel */
-    uint64_t data_vaddr; /* for datarel (the .eh_frame_hdr start) */
-    bool err;
-};
-
-static bool need(struct cur *c, size_t n)
-{
-    if (c->err || (size_t)(c->end - c->p) < n) {
-        c->err = true;
-        return false;
-    }
-    return true;
-}
-
-static uint64_t rd_u(struct cur *c, size_t n)
-{
-    if (!need(c, n))
-        return 0;
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++)
-        v |= (uint64_t)c->p[i] << (8 * i);
-    c->p += n;
-    return v;
-}
-
-static int64_t rd_s(struct cur *c, size_t n)
-{
-    uint64_t v = rd_u(c, n);
-    if (n < 8 && (v >> (8 * n - 1)) & 1)
-        v |= ~0ull << (8 * n);
-    return (int64_t)v;
-}
-
-static uint64_t uleb(struct cur *c)
-{
-    uint64_t v = 0;
-    unsigned shift = 0;
-    for (;;) {
-        if (!need(c, 1))
-            return 0;
-        uint8_t b = *c->p++;
-        if (shift < 64)
-            v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-        if (!(b & 0x80))
-            return v;
-    }
-}
-
-static int64_t sleb(struct cur *c)
-{
-    uint64_t v = 0;
-    unsigned shift = 0;
-    uint8_t b;
-    do {
-        if (!need(c, 1))
-            return 0;
-        b = *c->p++;
-        if (shift < 64)
-            v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-    } while (b & 0x80);
-    if (shift < 64 && (b & 0x40))
-        v |= ~0ull << shift;
-    return (int64_t)v;
-}
-
 /* DW_EH_PE_* pointer encodings. */
-#define PE_OMIT 0xff
+#define PE_OMIT     0xff
 #define PE_INDIRECT 0x80
 
-static uint64_t rd_encoded(struct cur *c, uint8_t enc)
+static uint64_t rd_encoded(struct dwcur *c, uint8_t enc)
 {
     if (enc == PE_OMIT)
         return 0;
     uint64_t field = c->base_vaddr + (uint64_t)(c->p - c->base);
     uint64_t v;
     switch (enc & 0x0f) {
-    case 0x00: v = rd_u(c, 8); break;
-    case 0x01: v = uleb(c); break;
-    case 0x02: v = rd_u(c, 2); break;
-    case 0x03: v = rd_u(c, 4); break;
-    case 0x04: v = rd_u(c, 8); break;
-    case 0x09: v = (uint64_t)sleb(c); break;
-    case 0x0a: v = (uint64_t)rd_s(c, 2); break;
-    case 0x0b: v = (uint64_t)rd_s(c, 4); break;
-    case 0x0c: v = (uint64_t)rd_s(c, 8); break;
-    default: c->err = true; return 0;
+    case 0x00:
+        v = dwcur_u(c, 8);
+        break;
+    case 0x01:
+        v = dwcur_uleb(c);
+        break;
+    case 0x02:
+        v = dwcur_u(c, 2);
+        break;
+    case 0x03:
+        v = dwcur_u(c, 4);
+        break;
+    case 0x04:
+        v = dwcur_u(c, 8);
+        break;
+    case 0x09:
+        v = (uint64_t)dwcur_sleb(c);
+        break;
+    case 0x0a:
+        v = (uint64_t)dwcur_s(c, 2);
+        break;
+    case 0x0b:
+        v = (uint64_t)dwcur_s(c, 4);
+        break;
+    case 0x0c:
+        v = (uint64_t)dwcur_s(c, 8);
+        break;
+    default:
+        c->err = true;
+        return 0;
     }
     switch (enc & 0x70) {
-    case 0x00: break;
-    case 0x10: v += field; break;
-    case 0x30: v += c->data_vaddr; break;
-    default: c->err = true; return 0; /* textrel/funcrel/aligned: not produced on x86-64 */
+    case 0x00:
+        break;
+    case 0x10:
+        v += field;
+        break;
+    case 0x30:
+        v += c->data_vaddr;
+        break;
+    default:
+        c->err = true;
+        return 0; /* textrel/funcrel/aligned: not produced on x86-64 */
     }
     return v; /* PE_INDIRECT values are only skipped over (personality), never used */
 }
@@ -129,7 +85,7 @@ struct fde {
     struct cie cie;
 };
 
-static void cur_at(struct cur *c, const struct cfi_table *t, uint64_t off)
+static void cur_at(struct dwcur *c, const struct cfi_table *t, uint64_t off)
 {
     c->base = t->data;
     c->base_vaddr = t->vaddr;
@@ -140,15 +96,15 @@ static void cur_at(struct cur *c, const struct cfi_table *t, uint64_t off)
 }
 
 /* Reads an entry's length and id at off. *id_pos is the position of the id field. */
-static int entry_header(const struct cfi_table *t, uint64_t off, uint64_t *len_out,
-                        uint64_t *id, const uint8_t **id_pos, const uint8_t **end, bool *is64)
+static int entry_header(const struct cfi_table *t, uint64_t off, uint64_t *len_out, uint64_t *id,
+                        const uint8_t **id_pos, const uint8_t **end, bool *is64)
 {
-    struct cur c;
+    struct dwcur c;
     cur_at(&c, t, off);
-    uint64_t len = rd_u(&c, 4);
+    uint64_t len = dwcur_u(&c, 4);
     *is64 = false;
     if (len == 0xffffffffu) {
-        len = rd_u(&c, 8);
+        len = dwcur_u(&c, 8);
         *is64 = true;
     }
     if (c.err || len > (uint64_t)(c.end - c.p))
@@ -158,7 +114,7 @@ static int entry_header(const struct cfi_table *t, uint64_t off, uint64_t *len_o
     *id_pos = c.p;
     if (len == 0)
         return 0;
-    *id = rd_u(&c, *is64 && t->debug_frame ? 8 : 4);
+    *id = dwcur_u(&c, *is64 && t->debug_frame ? 8 : 4);
     return c.err ? -EINVAL : 0;
 }
 
@@ -174,48 +130,54 @@ static int parse_cie(const struct cfi_table *t, uint64_t off, struct cie *cie)
     uint64_t len, id;
     const uint8_t *idp, *end;
     bool is64;
-    if (entry_header(t, off, &len, &id, &idp, &end, &is64) || len == 0 ||
-        !is_cie_id(t, id, is64))
+    if (entry_header(t, off, &len, &id, &idp, &end, &is64) || len == 0 || !is_cie_id(t, id, is64))
         return -EINVAL;
-    struct cur c;
+    struct dwcur c;
     cur_at(&c, t, (uint64_t)(idp - t->data) + (is64 && t->debug_frame ? 8 : 4));
     c.end = end;
     memset(cie, 0, sizeof(*cie));
     cie->fde_enc = 0x00; /* absptr unless 'R' says otherwise */
-    uint8_t version = (uint8_t)rd_u(&c, 1);
+    uint8_t version = (uint8_t)dwcur_u(&c, 1);
     const char *aug = (const char *)c.p;
     size_t alen = strnlen(aug, (size_t)(c.end - c.p));
     if (c.err || alen == (size_t)(c.end - c.p))
         return -EINVAL;
     c.p += alen + 1;
     if (version == 4) {
-        if (rd_u(&c, 1) != 8) /* address size */
+        if (dwcur_u(&c, 1) != 8) /* address size */
             return -EINVAL;
-        rd_u(&c, 1); /* segment selector size */
+        dwcur_u(&c, 1); /* segment selector size */
     }
-    cie->code_align = uleb(&c);
-    cie->data_align = sleb(&c);
-    cie->ra_reg = version == 1 ? (unsigned)rd_u(&c, 1) : (unsigned)uleb(&c);
+    cie->code_align = dwcur_uleb(&c);
+    cie->data_align = dwcur_sleb(&c);
+    cie->ra_reg = version == 1 ? (unsigned)dwcur_u(&c, 1) : (unsigned)dwcur_uleb(&c);
     const uint8_t *aug_end = NULL;
     for (const char *a = aug; *a && !c.err; a++) {
         switch (*a) {
         case 'z': {
-            uint64_t n = uleb(&c);
-            if (!need(&c, n))
+            uint64_t n = dwcur_uleb(&c);
+            if (!dwcur_need(&c, n))
                 return -EINVAL;
             cie->aug_z = true;
             aug_end = c.p + n;
             break;
         }
-        case 'R': cie->fde_enc = (uint8_t)rd_u(&c, 1); break;
-        case 'L': rd_u(&c, 1); break; /* LSDA encoding: its pointer sits in the FDE */
+        case 'R':
+            cie->fde_enc = (uint8_t)dwcur_u(&c, 1);
+            break;
+        case 'L':
+            dwcur_u(&c, 1);
+            break; /* LSDA encoding: its pointer sits in the FDE */
         case 'P': {
-            uint8_t penc = (uint8_t)rd_u(&c, 1);
+            uint8_t penc = (uint8_t)dwcur_u(&c, 1);
             rd_encoded(&c, penc & (uint8_t)~PE_INDIRECT);
             break;
         }
-        case 'S': cie->signal = true; break;
-        case 'B': break; /* aarch64 BTI */
+        case 'S':
+            cie->signal = true;
+            break;
+        case 'B':
+            break; /* aarch64 BTI */
         default:
             /* unknown letter: only safe to skip when 'z' told us the data length */
             if (!aug_end)
@@ -257,15 +219,15 @@ static int parse_fde(const struct cfi_table *t, uint64_t off, struct fde *f, uin
     }
     if (cie_off >= t->size || parse_cie(t, cie_off, &f->cie))
         return -EINVAL;
-    struct cur c;
+    struct dwcur c;
     cur_at(&c, t, (uint64_t)(idp - t->data) + (is64 && t->debug_frame ? 8 : 4));
     c.end = end;
     uint8_t enc = t->debug_frame ? 0x00 : f->cie.fde_enc;
     f->pc_begin = rd_encoded(&c, enc);
     f->pc_range = rd_encoded(&c, enc & 0x0f);
     if (f->cie.aug_z) {
-        uint64_t n = uleb(&c);
-        if (need(&c, n))
+        uint64_t n = dwcur_uleb(&c);
+        if (dwcur_need(&c, n))
             c.p += n;
     }
     if (c.err)
@@ -307,31 +269,30 @@ static int build_index(struct cfi_table *t)
             break;
         off = next;
     }
-    if (t->nindex > 1) /* index is NULL for a section without FDEs */
+    if (t->nindex)
         qsort(t->index, t->nindex, sizeof(*t->index), cmp_index);
     return 0;
 }
 
 static void use_header(struct cfi_table *t, const uint8_t *hdr, size_t size, uint64_t hdr_vaddr)
 {
-    struct cur c = {.p = hdr, .end = hdr + size, .base = hdr, .base_vaddr = hdr_vaddr,
-                    .data_vaddr = hdr_vaddr};
-    uint8_t version = (uint8_t)rd_u(&c, 1);
-    uint8_t ptr_enc = (uint8_t)rd_u(&c, 1), count_enc = (uint8_t)rd_u(&c, 1);
-    uint8_t table_enc = (uint8_t)rd_u(&c, 1);
+    struct dwcur c = {
+        .p = hdr, .end = hdr + size, .base = hdr, .base_vaddr = hdr_vaddr, .data_vaddr = hdr_vaddr};
+    uint8_t version = (uint8_t)dwcur_u(&c, 1);
+    uint8_t ptr_enc = (uint8_t)dwcur_u(&c, 1), count_enc = (uint8_t)dwcur_u(&c, 1);
+    uint8_t table_enc = (uint8_t)dwcur_u(&c, 1);
     uint64_t eh = rd_encoded(&c, ptr_enc);
     uint64_t count = rd_encoded(&c, count_enc);
     /* Only the encoding every toolchain writes; anything else falls back to the own index. */
-    if (c.err || version != 1 || table_enc != 0x3b || eh != t->vaddr ||
-        count > (uint64_t)(c.end - c.p) / 8)
+    if (c.err || version != 1 || table_enc != 0x3b || eh != t->vaddr || count > (uint64_t)(c.end - c.p) / 8)
         return;
     t->hdr_table = c.p;
     t->hdr_count = count;
     t->hdr_vaddr = hdr_vaddr;
 }
 
-int cfi_table_init(struct cfi_table *t, const uint8_t *data, size_t size, uint64_t vaddr,
-                   bool debug_frame, const uint8_t *hdr, size_t hdr_size, uint64_t hdr_vaddr)
+int cfi_table_init(struct cfi_table *t, const uint8_t *data, size_t size, uint64_t vaddr, bool debug_frame,
+                   const uint8_t *hdr, size_t hdr_size, uint64_t hdr_vaddr)
 {
     memset(t, 0, sizeof(*t));
     t->data = data;
@@ -434,15 +395,17 @@ static void advance(struct interp *in, uint64_t delta)
 
 static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool initial)
 {
-    struct cur c = {.p = p, .end = end, .base = in->t->data, .base_vaddr = in->t->vaddr};
+    struct dwcur c = {.p = p, .end = end, .base = in->t->data, .base_vaddr = in->t->vaddr};
     const int64_t da = in->cie->data_align;
     while (c.p < c.end && !in->stop && !c.err) {
         uint8_t op = *c.p++;
         uint64_t reg, n;
         switch (op >> 6) {
-        case 1: advance(in, op & 0x3f); continue;
+        case 1:
+            advance(in, op & 0x3f);
+            continue;
         case 2:
-            n = uleb(&c);
+            n = dwcur_uleb(&c);
             set_rule(in, op & 0x3f, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, (int64_t)n * da, 0});
             continue;
         case 3:
@@ -451,8 +414,9 @@ static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool ini
             continue;
         }
         switch (op) {
-        case 0x00: break; /* nop */
-        case 0x01: {      /* set_loc */
+        case 0x00:
+            break;   /* nop */
+        case 0x01: { /* set_loc */
             uint64_t a = rd_encoded(&c, in->t->debug_frame ? 0 : in->cie->fde_enc);
             if (a > in->pc) {
                 in->next_loc = a;
@@ -462,24 +426,34 @@ static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool ini
             }
             break;
         }
-        case 0x02: advance(in, rd_u(&c, 1)); break;
-        case 0x03: advance(in, rd_u(&c, 2)); break;
-        case 0x04: advance(in, rd_u(&c, 4)); break;
+        case 0x02:
+            advance(in, dwcur_u(&c, 1));
+            break;
+        case 0x03:
+            advance(in, dwcur_u(&c, 2));
+            break;
+        case 0x04:
+            advance(in, dwcur_u(&c, 4));
+            break;
         case 0x05: /* offset_extended */
-            reg = uleb(&c);
-            n = uleb(&c);
+            reg = dwcur_uleb(&c);
+            n = dwcur_uleb(&c);
             set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, (int64_t)n * da, 0});
             break;
         case 0x06: /* restore_extended */
-            reg = uleb(&c);
+            reg = dwcur_uleb(&c);
             if (reg < CFI_NREGS)
                 in->st.reg[reg] = in->init.reg[reg];
             break;
-        case 0x07: set_rule(in, uleb(&c), (struct cfi_rule){CFI_RULE_UNDEFINED, 0, 0, 0, 0}); break;
-        case 0x08: set_rule(in, uleb(&c), (struct cfi_rule){CFI_RULE_SAME, 0, 0, 0, 0}); break;
+        case 0x07:
+            set_rule(in, dwcur_uleb(&c), (struct cfi_rule){CFI_RULE_UNDEFINED, 0, 0, 0, 0});
+            break;
+        case 0x08:
+            set_rule(in, dwcur_uleb(&c), (struct cfi_rule){CFI_RULE_SAME, 0, 0, 0, 0});
+            break;
         case 0x09: /* register */
-            reg = uleb(&c);
-            n = uleb(&c);
+            reg = dwcur_uleb(&c);
+            n = dwcur_uleb(&c);
             set_rule(in, reg, (struct cfi_rule){CFI_RULE_REGISTER, (uint8_t)n, 0, 0, 0});
             break;
         case 0x0a: /* remember_state */
@@ -494,14 +468,20 @@ static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool ini
             break;
         case 0x0c: /* def_cfa */
             in->st.cfa_kind = CFI_CFA_REG;
-            in->st.cfa_reg = (uint8_t)uleb(&c);
-            in->st.cfa_off = (int64_t)uleb(&c);
+            in->st.cfa_reg = (uint8_t)dwcur_uleb(&c);
+            in->st.cfa_off = (int64_t)dwcur_uleb(&c);
             break;
-        case 0x0d: in->st.cfa_kind = CFI_CFA_REG; in->st.cfa_reg = (uint8_t)uleb(&c); break;
-        case 0x0e: in->st.cfa_kind = CFI_CFA_REG; in->st.cfa_off = (int64_t)uleb(&c); break;
+        case 0x0d:
+            in->st.cfa_kind = CFI_CFA_REG;
+            in->st.cfa_reg = (uint8_t)dwcur_uleb(&c);
+            break;
+        case 0x0e:
+            in->st.cfa_kind = CFI_CFA_REG;
+            in->st.cfa_off = (int64_t)dwcur_uleb(&c);
+            break;
         case 0x0f: /* def_cfa_expression */
-            n = uleb(&c);
-            if (!need(&c, n))
+            n = dwcur_uleb(&c);
+            if (!dwcur_need(&c, n))
                 break;
             in->st.cfa_kind = CFI_CFA_EXPR;
             in->st.cfa_expr = c.p;
@@ -510,40 +490,47 @@ static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool ini
             break;
         case 0x10:   /* expression */
         case 0x16: { /* val_expression */
-            reg = uleb(&c);
-            n = uleb(&c);
-            if (!need(&c, n))
+            reg = dwcur_uleb(&c);
+            n = dwcur_uleb(&c);
+            if (!dwcur_need(&c, n))
                 break;
-            set_rule(in, reg, (struct cfi_rule){op == 0x10 ? CFI_RULE_EXPR : CFI_RULE_VAL_EXPR,
-                                                0, (uint32_t)n, 0, c.p});
+            set_rule(
+                in, reg,
+                (struct cfi_rule){op == 0x10 ? CFI_RULE_EXPR : CFI_RULE_VAL_EXPR, 0, (uint32_t)n, 0, c.p});
             c.p += n;
             break;
         }
         case 0x11: /* offset_extended_sf */
-            reg = uleb(&c);
-            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, sleb(&c) * da, 0});
+            reg = dwcur_uleb(&c);
+            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, dwcur_sleb(&c) * da, 0});
             break;
         case 0x12: /* def_cfa_sf */
             in->st.cfa_kind = CFI_CFA_REG;
-            in->st.cfa_reg = (uint8_t)uleb(&c);
-            in->st.cfa_off = sleb(&c) * da;
+            in->st.cfa_reg = (uint8_t)dwcur_uleb(&c);
+            in->st.cfa_off = dwcur_sleb(&c) * da;
             break;
-        case 0x13: in->st.cfa_kind = CFI_CFA_REG; in->st.cfa_off = sleb(&c) * da; break;
+        case 0x13:
+            in->st.cfa_kind = CFI_CFA_REG;
+            in->st.cfa_off = dwcur_sleb(&c) * da;
+            break;
         case 0x14: /* val_offset */
-            reg = uleb(&c);
-            n = uleb(&c);
+            reg = dwcur_uleb(&c);
+            n = dwcur_uleb(&c);
             set_rule(in, reg, (struct cfi_rule){CFI_RULE_VAL_OFFSET, 0, 0, (int64_t)n * da, 0});
             break;
         case 0x15: /* val_offset_sf */
-            reg = uleb(&c);
-            set_rule(in, reg, (struct cfi_rule){CFI_RULE_VAL_OFFSET, 0, 0, sleb(&c) * da, 0});
+            reg = dwcur_uleb(&c);
+            set_rule(in, reg, (struct cfi_rule){CFI_RULE_VAL_OFFSET, 0, 0, dwcur_sleb(&c) * da, 0});
             break;
-        case 0x2e: uleb(&c); break; /* GNU_args_size: only matters for landing pads */
-        case 0x2f:                  /* GNU_negative_offset_extended */
-            reg = uleb(&c);
-            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, -(int64_t)uleb(&c) * da, 0});
+        case 0x2e:
+            dwcur_uleb(&c);
+            break; /* GNU_args_size: only matters for landing pads */
+        case 0x2f: /* GNU_negative_offset_extended */
+            reg = dwcur_uleb(&c);
+            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, -(int64_t)dwcur_uleb(&c) * da, 0});
             break;
-        default: return -EINVAL;
+        default:
+            return -EINVAL;
         }
     }
     if (c.err)
@@ -591,159 +578,5 @@ int cfi_find_row(const struct cfi_table *t, uint64_t pc, struct cfi_row *row)
     memcpy(row->reg, in.st.reg, sizeof(row->reg));
     if (f.cie.ra_reg != CFI_REG_RIP && f.cie.ra_reg < CFI_NREGS)
         row->reg[CFI_REG_RIP] = row->reg[f.cie.ra_reg];
-    return 0;
-}
-
-/* -- DWARF expressions ---------------------------------------------------------------------- */
-
-#define EXPR_STACK 64
-
-int cfi_eval_expr(const uint8_t *expr, size_t len, const uint64_t regs[CFI_NREGS], uint32_t valid,
-                  bool push_initial, uint64_t initial, cfi_read_fn read, void *arg,
-                  uint64_t *out)
-{
-    uint64_t st[EXPR_STACK];
-    int sp = 0;
-    struct cur c = {.p = expr, .end = expr + len, .base = expr};
-#define PUSH(v)                                                                                  \
-    do {                                                                                         \
-        if (sp == EXPR_STACK)                                                                    \
-            return -EINVAL;                                                                      \
-        uint64_t v_ = (v);                                                                       \
-        st[sp] = v_;                                                                             \
-        sp++;                                                                                    \
-    } while (0)
-#define NEED(n)                                                                                  \
-    do {                                                                                         \
-        if (sp < (n))                                                                            \
-            return -EINVAL;                                                                      \
-    } while (0)
-    if (push_initial)
-        PUSH(initial);
-    while (c.p < c.end) {
-        uint8_t op = *c.p++;
-        uint64_t a, b, reg;
-        int err;
-        if (op >= 0x30 && op <= 0x4f) {
-            PUSH((uint64_t)(op - 0x30));
-            continue;
-        }
-        if (op >= 0x70 && op <= 0x8f) {
-            reg = op - 0x70;
-            int64_t off = sleb(&c);
-            if (reg >= CFI_NREGS || !(valid & (1u << reg)))
-                return -EINVAL;
-            PUSH(regs[reg] + (uint64_t)off);
-            continue;
-        }
-        switch (op) {
-        case 0x03: PUSH(rd_u(&c, 8)); break;
-        case 0x06: /* deref */
-        case 0x94: /* deref_size */
-            NEED(1);
-            a = op == 0x94 ? rd_u(&c, 1) : 8;
-            if ((err = read(arg, st[sp - 1], &b)) < 0)
-                return err;
-            if (a < 8)
-                b &= (1ull << (8 * a)) - 1;
-            st[sp - 1] = b;
-            break;
-        case 0x08: PUSH(rd_u(&c, 1)); break;
-        case 0x09: PUSH((uint64_t)rd_s(&c, 1)); break;
-        case 0x0a: PUSH(rd_u(&c, 2)); break;
-        case 0x0b: PUSH((uint64_t)rd_s(&c, 2)); break;
-        case 0x0c: PUSH(rd_u(&c, 4)); break;
-        case 0x0d: PUSH((uint64_t)rd_s(&c, 4)); break;
-        case 0x0e: PUSH(rd_u(&c, 8)); break;
-        case 0x0f: PUSH((uint64_t)rd_s(&c, 8)); break;
-        case 0x10: PUSH(uleb(&c)); break;
-        case 0x11: PUSH((uint64_t)sleb(&c)); break;
-        case 0x12: NEED(1); PUSH(st[sp - 1]); break;
-        case 0x13: NEED(1); sp--; break;
-        case 0x14: NEED(2); PUSH(st[sp - 2]); break;
-        case 0x15: /* pick */
-            a = rd_u(&c, 1);
-            if (a >= (uint64_t)sp)
-                return -EINVAL;
-            PUSH(st[sp - 1 - (int)a]);
-            break;
-        case 0x16: NEED(2); a = st[sp - 1]; st[sp - 1] = st[sp - 2]; st[sp - 2] = a; break;
-        case 0x17: /* rot */
-            NEED(3);
-            a = st[sp - 1];
-            st[sp - 1] = st[sp - 2];
-            st[sp - 2] = st[sp - 3];
-            st[sp - 3] = a;
-            break;
-        case 0x19: NEED(1); st[sp - 1] = (int64_t)st[sp - 1] < 0 ? -st[sp - 1] : st[sp - 1]; break;
-        case 0x1f: NEED(1); st[sp - 1] = -st[sp - 1]; break;
-        case 0x20: NEED(1); st[sp - 1] = ~st[sp - 1]; break;
-        case 0x23: NEED(1); st[sp - 1] += uleb(&c); break;
-        case 0x1a: case 0x1b: case 0x1c: case 0x1d: case 0x1e: case 0x21: case 0x22: case 0x24:
-        case 0x25: case 0x26: case 0x27: case 0x29: case 0x2a: case 0x2b: case 0x2c: case 0x2d:
-        case 0x2e:
-            NEED(2);
-            b = st[--sp];
-            a = st[sp - 1];
-            switch (op) {
-            case 0x1a: a &= b; break;
-            case 0x1b:
-                if (!b)
-                    return -EINVAL;
-                a = (uint64_t)((int64_t)a / (int64_t)b);
-                break;
-            case 0x1c: a -= b; break;
-            case 0x1d:
-                if (!b)
-                    return -EINVAL;
-                a %= b;
-                break;
-            case 0x1e: a *= b; break;
-            case 0x21: a |= b; break;
-            case 0x22: a += b; break;
-            case 0x24: a = b < 64 ? a << b : 0; break;
-            case 0x25: a = b < 64 ? a >> b : 0; break;
-            case 0x26: a = (uint64_t)((int64_t)a >> (b < 63 ? b : 63)); break;
-            case 0x27: a ^= b; break;
-            case 0x29: a = a == b; break;
-            case 0x2a: a = (int64_t)a >= (int64_t)b; break;
-            case 0x2b: a = (int64_t)a > (int64_t)b; break;
-            case 0x2c: a = (int64_t)a <= (int64_t)b; break;
-            case 0x2d: a = (int64_t)a < (int64_t)b; break;
-            case 0x2e: a = a != b; break;
-            }
-            st[sp - 1] = a;
-            break;
-        case 0x28: /* bra */
-        case 0x2f: { /* skip */
-            int64_t d = rd_s(&c, 2);
-            if (op == 0x28) {
-                NEED(1);
-                if (!st[--sp])
-                    break;
-            }
-            if (d < -(c.p - expr) || d > c.end - c.p)
-                return -EINVAL;
-            c.p += d;
-            break;
-        }
-        case 0x92: /* bregx */
-            reg = uleb(&c);
-            a = (uint64_t)sleb(&c);
-            if (reg >= CFI_NREGS || !(valid & (1u << reg)))
-                return -EINVAL;
-            PUSH(regs[reg] + a);
-            break;
-        case 0x96: break; /* nop */
-        default: return -EINVAL;
-        }
-        if (c.err)
-            return -EINVAL;
-    }
-#undef PUSH
-#undef NEED
-    if (c.err || sp == 0)
-        return -EINVAL;
-    *out = st[sp - 1];
     return 0;
 }

@@ -65,14 +65,14 @@ struct cfi_row {
 };
 
 struct cfi_index_entry {
-    uint64_t pc; /* link-time start of the FDE's range */
+    uint64_t pc;      /* link-time start of the FDE's range */
     uint64_t fde_off; /* offset of the FDE in the section */
 };
 
 struct cfi_table {
     const uint8_t *data; /* section bytes (not owned) */
     size_t size;
-    uint64_t vaddr; /* link-time address of data[0] (pcrel pointers are relative to it) */
+    uint64_t vaddr;   /* link-time address of data[0] (pcrel pointers are relative to it) */
     bool debug_frame; /* .debug_frame format (CIE id 0xffffffff, 32/64-bit lengths) */
     /* .eh_frame_hdr table with datarel|sdata4 entries, or NULL */
     const uint8_t *hdr_table;
@@ -86,8 +86,8 @@ struct cfi_table {
 /* Sets up t over .eh_frame (or .debug_frame with debug_frame) bytes at link-time address vaddr,
  * with the module's .eh_frame_hdr (hdr may be NULL). Bytes must outlive t. Returns 0, -EINVAL
  * for a section it cannot walk, -ENOMEM. */
-int cfi_table_init(struct cfi_table *t, const uint8_t *data, size_t size, uint64_t vaddr,
-                   bool debug_frame, const uint8_t *hdr, size_t hdr_size, uint64_t hdr_vaddr);
+int cfi_table_init(struct cfi_table *t, const uint8_t *data, size_t size, uint64_t vaddr, bool debug_frame,
+                   const uint8_t *hdr, size_t hdr_size, uint64_t hdr_vaddr);
 void cfi_table_free(struct cfi_table *t);
 
 /* Number of FDEs reachable through the table (header count or own index). */
@@ -104,7 +104,6 @@ typedef int (*cfi_read_fn)(void *arg, uint64_t addr, uint64_t *val);
  * register). `initial` is pushed first when push_initial (the CFA for register rules).
  * Returns 0 or -EINVAL (unsupported op, stack under/overflow, unknown register), or read's error. */
 int cfi_eval_expr(const uint8_t *expr, size_t len, const uint64_t regs[CFI_NREGS], uint32_t valid,
-                  bool push_initial, uint64_t initial, cfi_read_fn read, void *arg,
-                  uint64_t *out);
+                  bool push_initial, uint64_t initial, cfi_read_fn read, void *arg, uint64_t *out);
 
 #endif

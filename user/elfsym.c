@@ -20,10 +20,12 @@
 struct sym {
     uint64_t addr, size;
     const char *name;
+    unsigned rank; /* at one address the global name wins over weak, weak over local */
 };
 
 struct load {
-    uint64_t vaddr, offset, filesz;
+    uint64_t vaddr, offset, filesz, memsz;
+    bool exec;
 };
 
 struct image {
@@ -177,13 +179,14 @@ static int add_symbols(struct elf_file *f, Elf *e, Elf64_Word type)
             if (!gelf_getsym(d, (int)i, &sym))
                 continue;
             int t = GELF_ST_TYPE(sym.st_info);
-            if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-                !sym.st_value)
+            if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
                 continue;
             const char *name = elf_strptr(e, sh.sh_link, sym.st_name);
             if (!name || !*name)
                 continue;
-            f->syms[f->nsyms++] = (struct sym){sym.st_value, sym.st_size, name};
+            int b = GELF_ST_BIND(sym.st_info);
+            unsigned rank = b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2;
+            f->syms[f->nsyms++] = (struct sym){sym.st_value, sym.st_size, name, rank};
         }
     }
     return 0;
@@ -194,16 +197,23 @@ static int cmp_sym(const void *a, const void *b)
     const struct sym *x = a, *y = b;
     if (x->addr != y->addr)
         return x->addr < y->addr ? -1 : 1;
-    return x->size > y->size ? -1 : x->size < y->size; /* larger first: it wins the dedup */
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return strcmp(x->name, y->name); /* deterministic among aliases */
 }
 
 static void sort_symbols(struct elf_file *f)
 {
     qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
     size_t w = 0;
-    for (size_t i = 0; i < f->nsyms; i++)
-        if (w == 0 || f->syms[w - 1].addr != f->syms[i].addr)
-            f->syms[w++] = f->syms[i];
+    for (size_t i = 0; i < f->nsyms; i++) {
+        if (w && f->syms[w - 1].addr == f->syms[i].addr) {
+            if (f->syms[i].size > f->syms[w - 1].size)
+                f->syms[w - 1].size = f->syms[i].size;
+            continue;
+        }
+        f->syms[w++] = f->syms[i];
+    }
     f->nsyms = w;
 }
 
@@ -249,8 +259,7 @@ static void find_debug(struct elf_file *f, const char *root, const char *path)
 {
     char buf[4096];
     if (f->build_id_len >= 2) {
-        int n = snprintf(buf, sizeof(buf), "%s/usr/lib/debug/.build-id/%02x/", root,
-                         f->build_id[0]);
+        int n = snprintf(buf, sizeof(buf), "%s/usr/lib/debug/.build-id/%02x/", root, f->build_id[0]);
         for (size_t i = 1; i < f->build_id_len && n < (int)sizeof(buf) - 8; i++)
             n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%02x", f->build_id[i]);
         snprintf(buf + n, sizeof(buf) - (size_t)n, ".debug");
@@ -288,7 +297,8 @@ static int read_loads(struct elf_file *f)
     for (size_t i = 0; i < n; i++) {
         GElf_Phdr ph;
         if (gelf_getphdr(f->main.elf, (int)i, &ph) && ph.p_type == PT_LOAD)
-            f->loads[f->nloads++] = (struct load){ph.p_vaddr, ph.p_offset, ph.p_filesz};
+            f->loads[f->nloads++] =
+                (struct load){ph.p_vaddr, ph.p_offset, ph.p_filesz, ph.p_memsz, (ph.p_flags & PF_X) != 0};
     }
     return 0;
 }
@@ -301,8 +311,8 @@ static void read_cfi(struct elf_file *f)
     if (d && d->d_size) {
         Elf_Scn *hs = find_section(f->main.elf, ".eh_frame_hdr", &hsh);
         Elf_Data *hd = hs ? section_data(hs, &hsh) : NULL;
-        if (!cfi_table_init(&f->cfi, d->d_buf, d->d_size, sh.sh_addr, false,
-                            hd ? hd->d_buf : NULL, hd ? hd->d_size : 0, hd ? hsh.sh_addr : 0)) {
+        if (!cfi_table_init(&f->cfi, d->d_buf, d->d_size, sh.sh_addr, false, hd ? hd->d_buf : NULL,
+                            hd ? hd->d_size : 0, hd ? hsh.sh_addr : 0)) {
             f->has_cfi = true;
             return;
         }
@@ -328,8 +338,7 @@ static int load(struct elf_file *f, const char *root)
         find_debug(f, root ? root : "", f->name);
     Elf *symsrc = f->debug.elf ? f->debug.elf : f->main.elf;
     f->from_debug = f->debug.elf != NULL;
-    if ((err = add_symbols(f, symsrc, SHT_SYMTAB)) ||
-        (err = add_symbols(f, f->main.elf, SHT_DYNSYM)))
+    if ((err = add_symbols(f, symsrc, SHT_SYMTAB)) || (err = add_symbols(f, f->main.elf, SHT_DYNSYM)))
         return err;
     sort_symbols(f);
     read_cfi(f);
@@ -367,20 +376,19 @@ static struct elf_file *cache_find(struct elfsym_cache *c, const struct elf_file
 {
     for (size_t i = 0; i < c->n; i++) {
         struct elf_file *f = c->v[i];
-        if (key->build_id_len ? f->build_id_len == key->build_id_len &&
-                                    !memcmp(f->build_id, key->build_id, key->build_id_len)
-                              : !f->build_id_len && f->dev == key->dev && f->ino == key->ino &&
-                                    f->fsize == key->fsize &&
-                                    f->mtime.tv_sec == key->mtime.tv_sec &&
-                                    f->mtime.tv_nsec == key->mtime.tv_nsec)
+        if (key->build_id_len
+                ? f->build_id_len == key->build_id_len &&
+                      !memcmp(f->build_id, key->build_id, key->build_id_len)
+                : !f->build_id_len && f->dev == key->dev && f->ino == key->ino && f->fsize == key->fsize &&
+                      f->mtime.tv_sec == key->mtime.tv_sec && f->mtime.tv_nsec == key->mtime.tv_nsec)
             return f;
     }
     return NULL;
 }
 
 /* Finishes opening f (main image set): cache hit returns the cached file instead. */
-static int finish_open(struct elfsym_cache *c, struct elf_file *f, const char *name,
-                       const char *root, struct elf_file **out)
+static int finish_open(struct elfsym_cache *c, struct elf_file *f, const char *name, const char *root,
+                       struct elf_file **out)
 {
     f->refs = 1;
     f->build_id_len = read_build_id(f->main.elf, f->build_id);
@@ -400,8 +408,7 @@ static int finish_open(struct elfsym_cache *c, struct elf_file *f, const char *n
     return 0;
 }
 
-int elfsym_open(struct elfsym_cache *c, int fd, const char *name, const char *root,
-                struct elf_file **out)
+int elfsym_open(struct elfsym_cache *c, int fd, const char *name, const char *root, struct elf_file **out)
 {
     struct elf_file *f = calloc(1, sizeof(*f));
     if (!f)
@@ -428,8 +435,7 @@ int elfsym_open_image(struct elfsym_cache *c, void *image, size_t size, const ch
         return -ENOMEM;
     }
     f->main = (struct image){image, size, false, elf_memory(image, size)};
-    if (!f->main.elf || elf_kind(f->main.elf) != ELF_K_ELF ||
-        gelf_getclass(f->main.elf) != ELFCLASS64) {
+    if (!f->main.elf || elf_kind(f->main.elf) != ELF_K_ELF || gelf_getclass(f->main.elf) != ELFCLASS64) {
         file_free(f);
         return -ENOEXEC;
     }
@@ -471,6 +477,17 @@ int elfsym_bias(const struct elf_file *f, uint64_t map_start, uint64_t map_offse
     return -ENOENT;
 }
 
+/* A symbol without size covers up to the next symbol, within one executable segment. */
+static bool same_exec_segment(const struct elf_file *f, uint64_t a, uint64_t b)
+{
+    for (size_t i = 0; i < f->nloads; i++) {
+        const struct load *l = &f->loads[i];
+        if (l->exec && a - l->vaddr < l->memsz)
+            return b - l->vaddr < l->memsz;
+    }
+    return false;
+}
+
 const char *elfsym_lookup(const struct elf_file *f, uint64_t vaddr, uint64_t *offset)
 {
     size_t lo = 0, hi = f->nsyms;
@@ -485,7 +502,8 @@ const char *elfsym_lookup(const struct elf_file *f, uint64_t vaddr, uint64_t *of
      * one (nested symbols are rare and shallow). */
     for (size_t i = lo, steps = 0; i > 0 && steps < 4; i--, steps++) {
         const struct sym *s = &f->syms[i - 1];
-        bool inside = s->size ? vaddr - s->addr < s->size : (i == lo && steps == 0);
+        bool inside = s->size ? vaddr - s->addr < s->size
+                              : i == lo && steps == 0 && same_exec_segment(f, s->addr, vaddr);
         if (inside) {
             *offset = vaddr - s->addr;
             return s->name;

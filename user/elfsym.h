@@ -28,8 +28,7 @@ void elfsym_cache_free(struct elfsym_cache *c);
 /* Gets the file open on fd (the caller keeps fd; the bytes are mapped privately, read-only use).
  * `name` is the path to show; `root` the prefix under which debug files are looked for
  * ("/proc/PID/root" or "" ). Returns 0 (with a reference) or negative errno. */
-int elfsym_open(struct elfsym_cache *c, int fd, const char *name, const char *root,
-                struct elf_file **out);
+int elfsym_open(struct elfsym_cache *c, int fd, const char *name, const char *root, struct elf_file **out);
 /* Same for an ELF image already in memory (the vDSO); takes ownership of the malloc'ed image. */
 int elfsym_open_image(struct elfsym_cache *c, void *image, size_t size, const char *name,
                       struct elf_file **out);

@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define MAPS_R 1u
-#define MAPS_W 2u
-#define MAPS_X 4u
+#define MAPS_R      1u
+#define MAPS_W      2u
+#define MAPS_X      4u
 #define MAPS_SHARED 8u
 
 struct map_entry {

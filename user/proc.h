@@ -47,6 +47,20 @@ int proc_refresh(struct proc *p);
 /* Symbolises one user address. Strings stay valid until proc_close. Returns 0, or -ENOENT
  * when the address is in no mapping (out->module NULL). */
 int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out);
+/* Same for a return address (ips[i], i > 0, from proc_unwind): looks up ret - 1, since the call
+ * may be the last instruction of its function, except where ret starts a function that ret - 1
+ * is not in (a signal trampoline such as __restore_rt, which handlers "return" to). */
+int proc_symbolize_ret(struct proc *p, uint64_t ret, struct symres *out);
+
+/* The text of a result: the symbol, else "module+0xOFF" (basename, file offset), else
+ * "[unknown]" — an address never vanishes. Returns what snprintf returns. */
+int proc_format(const struct symres *r, char *buf, size_t size);
+
+struct proc_stats {
+    uint64_t refreshes, files_opened, jit_regions, jit_reloads;
+    uint64_t unwinds, frames, row_hits, row_misses, fp_steps, dwarf_steps;
+};
+void proc_get_stats(const struct proc *p, struct proc_stats *out);
 
 /* Unwinds from `regs` using the stack copy `stack` (stack_len bytes starting at address
  * stack_addr, normally regs->sp). Writes return addresses leaf first (ips[0] = regs->ip) and

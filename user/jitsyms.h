@@ -1,0 +1,39 @@
+/*
+ * jitsyms — the JIT regions a target published: its jit-PID.dump (found through the target's
+ * own mapping of it, as perf does) with the .eh_frame of each region from UNWINDING_INFO, and
+ * /tmp/perf-PID.map (names only). Regions are sorted by start; a later load of the same start
+ * wins, and a jitdump region wins over a perf map line.
+ */
+#ifndef PYEBPF_JITSYMS_H
+#define PYEBPF_JITSYMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cfi_read.h"
+#include "maps.h"
+
+struct jitsym {
+    uint64_t start, end;
+    const char *name;
+    const struct cfi_table *cfi; /* runtime addresses (bias 0); NULL when none */
+    uint8_t shape;               /* for the caller: what the code looks like (0: not looked at) */
+};
+
+struct jitsyms;
+
+int jitsyms_new(struct jitsyms **out);
+/* (Re)reads the target's publications. `maps` is the target's current mappings (to find the
+ * dump file); `root` is "/proc/PID/root" or "" (paths are opened under it). Earlier results stay
+ * valid until jitsyms_free. Returns 0 even when the target published nothing. */
+int jitsyms_load(struct jitsyms *j, pid_t pid, const struct maps *maps, const char *root);
+/* Adds one jitdump file or perf map explicitly (tests, offline use). */
+int jitsyms_load_dump(struct jitsyms *j, const char *path);
+int jitsyms_load_perfmap(struct jitsyms *j, const char *path);
+/* The region holding addr, or NULL. O(log n). */
+struct jitsym *jitsyms_find(const struct jitsyms *j, uint64_t addr);
+size_t jitsyms_count(const struct jitsyms *j);
+void jitsyms_free(struct jitsyms *j);
+
+#endif

@@ -1,0 +1,507 @@
+/*
+ * proc — one target process: its mappings, the ELF file behind each executable mapping (loaded
+ * on first use, then cached), its JIT regions, and the unwinder's row cache.
+ *
+ * Files are opened as the target sees them: /proc/PID/root/PATH (mount namespaces), or
+ * /proc/PID/map_files/START-END when the file was deleted or replaced after it was mapped.
+ * The vDSO is read from the target's memory (/proc/PID/mem); when that is refused, the
+ * collector's own vDSO is used: same kernel, same image.
+ *
+ * Strings handed out (symbol and module names) stay valid until proc_close: refreshed mappings
+ * keep the old ones in a retired list instead of freeing them.
+ */
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "elfsym.h"
+#include "jitsyms.h"
+#include "maps.h"
+#include "unwind.h"
+
+enum { MOD_UNLOADED = 0, MOD_OK, MOD_FAILED };
+
+struct mod {
+    struct elf_file *file;
+    uint64_t bias;
+    int state;
+};
+
+struct retired {
+    struct retired *next;
+    struct maps maps;
+    struct mod *mods;
+};
+
+struct proc {
+    pid_t pid;
+    char root[32];
+    struct maps maps;
+    struct mod *mods; /* parallel to maps.v */
+    struct retired *retired;
+    struct jitsyms *jit;
+    struct unwind_cache *ucache;
+    uint64_t last_refresh_ns, last_jit_ns;
+    const struct map_entry *last; /* the mapping found last: frames cluster in few modules */
+    struct proc_stats stats;
+    bool counted;           /* holds a use of shared_cache */
+    int mem_fd;             /* /proc/PID/mem, read-only: JIT code shapes, the vDSO */
+    struct cfi_table tramp; /* CFI of the known trampolines (below) */
+    bool tramp_ok;
+    struct {
+        uint64_t ret;
+        uint8_t shape;
+    } anon[256]; /* return addresses in unpublished code: is the caller a known trampoline? */
+};
+
+/* The ELF cache is shared by every proc of the collector (files are keyed by build-id, so a
+ * libc mapped by many targets is parsed once). Not thread-safe, like the rest of proc. */
+static struct elfsym_cache *shared_cache;
+static unsigned shared_users;
+
+/* Addresses outside the mappings trigger a re-read at most this often. */
+#define REFRESH_MIN_NS 20000000ull
+
+/* -- Known trampolines without unwinding information ----------------------------------------
+ *
+ * CPython 3.12 (-X perf) and 3.13 (-X perf_jit) wrap each Python function in a copy of
+ *
+ *     [f3 0f 1e fa  endbr64]  48 83 ec 08  sub $8,%rsp;  ff d1  call *%rcx;
+ *                             48 83 c4 08  add $8,%rsp;  c3    ret
+ *
+ * 3.12 publishes it only in the perf map (no CFI, no frame pointer), and 3.13's jitdump reaches
+ * the file late (CPython buffers it). When a region without CFI holds exactly these bytes, the
+ * unwinder uses the CFI below, written for code at address 0 (no endbr) and 0x100 (endbr); the
+ * region's start is the bias.
+ */
+static const uint8_t TRAMP_CODE[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4, 0x08, 0xc3};
+static const uint8_t ENDBR64[] = {0xf3, 0x0f, 0x1e, 0xfa};
+#define TRAMP_ENDBR_AT 0x100
+
+enum { SHAPE_UNKNOWN = 0, SHAPE_OTHER, SHAPE_TRAMP, SHAPE_TRAMP_ENDBR };
+
+static const uint8_t TRAMP_EH[] = {
+    /* CIE at 0: length 16, id 0, version 1, augmentation "", code align 1, data align -8, ra 16,
+     * def_cfa rsp+8, offset rip at cfa-8, nop nop */
+    16, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0x78, 16, 0x0c, 7, 8, 0x90, 1, 0, 0,
+    /* FDE at 20: length 28, CIE pointer 24, pc 0 range 11 (absptr): advance 4 (after sub);
+     * def_cfa_offset 16; advance 6 (after add); def_cfa_offset 8; nop nop */
+    28, 0, 0, 0, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11, 0, 0, 0, 0, 0, 0, 0, 0x44, 0x0e, 16, 0x46, 0x0e, 8,
+    0, 0,
+    /* FDE at 52: the same after endbr64, pc 0x100 range 15 */
+    28, 0, 0, 0, 56, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 15, 0, 0, 0, 0, 0, 0, 0, 0x48, 0x0e, 16, 0x46, 0x0e, 8,
+    0, 0,
+    /* terminator */
+    0, 0, 0, 0};
+_Static_assert(sizeof(TRAMP_EH) == 20 + 32 + 32 + 4, "trampoline CFI layout");
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void mods_put(struct mod *mods, size_t n)
+{
+    for (size_t i = 0; mods && i < n; i++)
+        elfsym_put(mods[i].file);
+    free(mods);
+}
+
+int proc_open(struct proc **out, pid_t pid)
+{
+    struct proc *p = calloc(1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    p->pid = pid;
+    snprintf(p->root, sizeof(p->root), "/proc/%d/root", (int)pid);
+    char mem[64];
+    snprintf(mem, sizeof(mem), "/proc/%d/mem", (int)pid);
+    p->mem_fd = open(mem, O_RDONLY | O_CLOEXEC); /* may be refused: JIT shapes and vDSO fall back */
+    p->tramp_ok = cfi_table_init(&p->tramp, TRAMP_EH, sizeof(TRAMP_EH), 0, false, NULL, 0, 0) == 0;
+    int err = 0;
+    if (!shared_cache)
+        err = elfsym_cache_new(&shared_cache);
+    if (!err) {
+        shared_users++;
+        p->counted = true;
+        err = jitsyms_new(&p->jit);
+    }
+    if (!err)
+        err = unwind_cache_new(&p->ucache, 12);
+    if (!err)
+        err = proc_refresh(p);
+    if (err) {
+        proc_close(p);
+        return err;
+    }
+    *out = p;
+    return 0;
+}
+
+void proc_close(struct proc *p)
+{
+    if (!p)
+        return;
+    mods_put(p->mods, p->maps.n);
+    maps_free(&p->maps);
+    while (p->retired) {
+        struct retired *r = p->retired;
+        p->retired = r->next;
+        mods_put(r->mods, r->maps.n);
+        maps_free(&r->maps);
+        free(r);
+    }
+    jitsyms_free(p->jit);
+    if (p->tramp_ok)
+        cfi_table_free(&p->tramp);
+    if (p->mem_fd >= 0)
+        close(p->mem_fd);
+    unwind_cache_free(p->ucache);
+    if (p->counted && --shared_users == 0) {
+        elfsym_cache_free(shared_cache);
+        shared_cache = NULL;
+    }
+    free(p);
+}
+
+static bool same_file(const struct map_entry *a, const struct map_entry *b)
+{
+    return a->inode == b->inode && a->dev_major == b->dev_major && a->dev_minor == b->dev_minor &&
+           a->deleted == b->deleted && !strcmp(a->path, b->path);
+}
+
+int proc_refresh(struct proc *p)
+{
+    struct maps m;
+    int err = maps_read(&m, p->pid);
+    if (err)
+        return err;
+    struct mod *mods = calloc(m.n ? m.n : 1, sizeof(*mods));
+    struct retired *r = calloc(1, sizeof(*r));
+    if (!mods || !r) {
+        free(mods);
+        free(r);
+        maps_free(&m);
+        return -ENOMEM;
+    }
+    /* Carry loaded files over to mappings that did not change (both lists are sorted). */
+    for (size_t i = 0, j = 0; i < m.n && j < p->maps.n;) {
+        const struct map_entry *a = &m.v[i], *b = &p->maps.v[j];
+        if (a->start < b->start) {
+            i++;
+        } else if (a->start > b->start) {
+            j++;
+        } else {
+            if (a->end == b->end && a->offset == b->offset && same_file(a, b) &&
+                p->mods[j].state != MOD_UNLOADED) {
+                mods[i] = p->mods[j];
+                if (mods[i].file)
+                    elfsym_get(mods[i].file);
+            }
+            i++;
+            j++;
+        }
+    }
+    r->maps = p->maps;
+    r->mods = p->mods;
+    r->next = p->retired;
+    p->retired = r;
+    p->maps = m;
+    p->mods = mods;
+    p->last = NULL;
+    p->last_refresh_ns = p->last_jit_ns = now_ns();
+    p->stats.refreshes++;
+    err = jitsyms_load(p->jit, p->pid, &p->maps, p->root);
+    return err == -ENOMEM ? err : 0;
+}
+
+/* -- Loading a mapping's file -------------------------------------------------------------- */
+
+static int open_mapped(struct proc *p, const struct map_entry *e)
+{
+    char path[4200];
+    int fd = -1;
+    if (!e->deleted) {
+        snprintf(path, sizeof(path), "%s%s", p->root, e->path);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    }
+    if (fd < 0) {
+        /* The inode the target really mapped, even when the path now names another file. */
+        snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)p->pid,
+                 (unsigned long long)e->start, (unsigned long long)e->end);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    }
+    return fd < 0 ? -errno : fd;
+}
+
+static int load_vdso(struct proc *p, const struct map_entry *e, struct elf_file **out)
+{
+    size_t size = (size_t)(e->end - e->start);
+    if (size > (64u << 20))
+        return -EFBIG;
+    void *img = malloc(size);
+    if (!img)
+        return -ENOMEM;
+    ssize_t got = p->mem_fd < 0 ? -1 : pread(p->mem_fd, img, size, (off_t)e->start);
+    if (got != (ssize_t)size) {
+        const void *own = (const void *)getauxval(AT_SYSINFO_EHDR);
+        if (!own) {
+            free(img);
+            return -ENOENT;
+        }
+        memcpy(img, own, size);
+    }
+    return elfsym_open_image(shared_cache, img, size, "[vdso]", out);
+}
+
+static void load_mod(struct proc *p, size_t i)
+{
+    const struct map_entry *e = &p->maps.v[i];
+    struct mod *m = &p->mods[i];
+    m->state = MOD_FAILED;
+    int err;
+    if (!strcmp(e->path, "[vdso]")) {
+        err = load_vdso(p, e, &m->file);
+    } else if (maps_is_file(e)) {
+        /* Another mapping of the same file already loaded it. */
+        for (size_t k = 0; k < p->maps.n; k++) {
+            if (k != i && p->mods[k].file && same_file(&p->maps.v[k], e)) {
+                m->file = p->mods[k].file;
+                elfsym_get(m->file);
+                break;
+            }
+        }
+        if (!m->file) {
+            int fd = open_mapped(p, e);
+            if (fd < 0)
+                return;
+            err = elfsym_open(shared_cache, fd, e->path, p->root, &m->file);
+            close(fd);
+            p->stats.files_opened++;
+        } else {
+            err = 0;
+        }
+    } else {
+        return;
+    }
+    if (err || elfsym_bias(m->file, e->start, e->offset, &m->bias)) {
+        elfsym_put(m->file);
+        m->file = NULL;
+        return;
+    }
+    m->state = MOD_OK;
+}
+
+/* The mapping of ip (refreshing once when ip is outside all of them), or NULL. */
+static const struct map_entry *find_map(struct proc *p, uint64_t ip, size_t *idx)
+{
+    const struct map_entry *e = p->last;
+    if (e && ip - e->start < e->end - e->start) {
+        *idx = (size_t)(e - p->maps.v);
+        return e; /* its module was loaded (or tried) when it became `last` */
+    }
+    e = maps_find(&p->maps, ip);
+    if (!e && now_ns() - p->last_refresh_ns > REFRESH_MIN_NS && proc_refresh(p) == 0)
+        e = maps_find(&p->maps, ip);
+    if (!e)
+        return NULL;
+    *idx = (size_t)(e - p->maps.v);
+    if (p->mods[*idx].state == MOD_UNLOADED)
+        load_mod(p, *idx);
+    p->last = e;
+    return e;
+}
+
+static uint8_t code_shape(struct proc *p, const struct jitsym *js)
+{
+    uint8_t buf[sizeof(ENDBR64) + sizeof(TRAMP_CODE)];
+    uint64_t size = js->end - js->start;
+    size_t want = size >= sizeof(buf) ? sizeof(buf) : sizeof(TRAMP_CODE);
+    if (p->mem_fd < 0 || size < sizeof(TRAMP_CODE) ||
+        pread(p->mem_fd, buf, want, (off_t)js->start) != (ssize_t)want)
+        return SHAPE_OTHER;
+    if (!memcmp(buf, TRAMP_CODE, sizeof(TRAMP_CODE)))
+        return SHAPE_TRAMP;
+    if (want == sizeof(buf) && !memcmp(buf, ENDBR64, sizeof(ENDBR64)) &&
+        !memcmp(buf + sizeof(ENDBR64), TRAMP_CODE, sizeof(TRAMP_CODE)))
+        return SHAPE_TRAMP_ENDBR;
+    return SHAPE_OTHER;
+}
+
+/* CFI for a JIT region that published none, when its code is a known trampoline. */
+static const struct cfi_table *jit_fallback_cfi(struct proc *p, struct jitsym *js, uint64_t *bias)
+{
+    if (!p->tramp_ok)
+        return NULL;
+    if (js->shape == SHAPE_UNKNOWN)
+        js->shape = code_shape(p, js);
+    if (js->shape == SHAPE_TRAMP) {
+        *bias = js->start;
+        return &p->tramp;
+    }
+    if (js->shape == SHAPE_TRAMP_ENDBR) {
+        *bias = js->start - TRAMP_ENDBR_AT;
+        return &p->tramp;
+    }
+    return NULL;
+}
+
+/* A return address in executable memory no region names (3.13's jitdump not flushed yet): if
+ * the bytes before it are a known trampoline's `sub; call`, the trampoline's CFI applies. The
+ * answer is cached per address, so the bytes are read once. */
+static const struct cfi_table *anon_fallback_cfi(struct proc *p, uint64_t ip, uint64_t *bias)
+{
+    enum { CALL_END = 6 }; /* offset of the return address in TRAMP_CODE */
+    if (!p->tramp_ok || p->mem_fd < 0 || ip < 16)
+        return NULL;
+    size_t slot = (size_t)((ip * 0x9e3779b97f4a7c15ull) >> 56);
+    if (p->anon[slot].ret != ip) {
+        uint8_t buf[sizeof(ENDBR64) + sizeof(TRAMP_CODE)];
+        uint64_t at = ip - CALL_END - sizeof(ENDBR64);
+        uint8_t shape = SHAPE_OTHER;
+        if (pread(p->mem_fd, buf, sizeof(buf), (off_t)at) == (ssize_t)sizeof(buf)) {
+            if (!memcmp(buf + sizeof(ENDBR64), TRAMP_CODE, sizeof(TRAMP_CODE)))
+                shape = !memcmp(buf, ENDBR64, sizeof(ENDBR64)) ? SHAPE_TRAMP_ENDBR : SHAPE_TRAMP;
+        }
+        p->anon[slot].ret = ip;
+        p->anon[slot].shape = shape;
+    }
+    uint64_t start = ip - CALL_END;
+    if (p->anon[slot].shape == SHAPE_TRAMP) {
+        *bias = start;
+        return &p->tramp;
+    }
+    if (p->anon[slot].shape == SHAPE_TRAMP_ENDBR) {
+        *bias = start - TRAMP_ENDBR_AT - sizeof(ENDBR64);
+        return &p->tramp;
+    }
+    return NULL;
+}
+
+/* The JIT region holding ip. An address in anonymous executable memory that no region names
+ * may be code published since the last read: re-read the JIT files (rate-limited; unchanged
+ * files cost one stat each). */
+static struct jitsym *find_jit(struct proc *p, uint64_t ip, const struct map_entry *e)
+{
+    struct jitsym *js = jitsyms_find(p->jit, ip);
+    if (js || !e || maps_is_file(e) || !(e->prot & MAPS_X))
+        return js;
+    uint64_t now = now_ns();
+    if (now - p->last_jit_ns < REFRESH_MIN_NS)
+        return NULL;
+    p->last_jit_ns = now;
+    p->stats.jit_reloads++;
+    if (jitsyms_load(p->jit, p->pid, &p->maps, p->root) < 0)
+        return NULL;
+    return jitsyms_find(p->jit, ip);
+}
+
+/* -- Symbols ------------------------------------------------------------------------------- */
+
+int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->kind = FRAME_NATIVE;
+    size_t i;
+    const struct map_entry *e = find_map(p, ip, &i);
+    const struct jitsym *js = find_jit(p, ip, e);
+    if (js && (!e || !maps_is_file(e) || e->deleted)) {
+        out->name = js->name;
+        out->offset = ip - js->start;
+        out->kind = FRAME_JIT;
+        out->module = "[jit]";
+        return 0;
+    }
+    if (!e)
+        return -ENOENT;
+    out->module = e->path[0] ? e->path : NULL;
+    out->offset = ip - e->start + e->offset;
+    const struct mod *m = &p->mods[i];
+    if (m->state == MOD_OK) {
+        uint64_t off;
+        const char *name = elfsym_lookup(m->file, ip - m->bias, &off);
+        if (name) {
+            out->name = name;
+            out->offset = off;
+        }
+    } else if (!e->path[0] && (e->prot & MAPS_X)) {
+        out->kind = FRAME_JIT; /* anonymous executable memory: JIT code nobody named */
+    }
+    return 0;
+}
+
+int proc_symbolize_ret(struct proc *p, uint64_t ret, struct symres *out)
+{
+    int err = proc_symbolize(p, ret - 1, out);
+    if (err || out->name)
+        return err;
+    struct symres at;
+    if (proc_symbolize(p, ret, &at) == 0 && at.name && at.offset == 0)
+        *out = at;
+    return 0;
+}
+
+int proc_format(const struct symres *r, char *buf, size_t size)
+{
+    if (r->name)
+        return snprintf(buf, size, "%s", r->name);
+    if (r->module)
+        return snprintf(buf, size, "%s+0x%llx", maps_basename(r->module), (unsigned long long)r->offset);
+    return snprintf(buf, size, "[unknown]");
+}
+
+/* -- Unwinding ----------------------------------------------------------------------------- */
+
+static int find_cfi(void *arg, uint64_t ip, const struct cfi_table **cfi, uint64_t *bias)
+{
+    struct proc *p = arg;
+    size_t i;
+    const struct map_entry *e = find_map(p, ip, &i);
+    if (e && p->mods[i].state == MOD_OK && (e->prot & MAPS_X)) {
+        *cfi = elfsym_cfi(p->mods[i].file);
+        *bias = p->mods[i].bias;
+        return 0;
+    }
+    struct jitsym *js = find_jit(p, ip, e);
+    if (js) {
+        *cfi = js->cfi;
+        *bias = 0;
+        if (!js->cfi)
+            *cfi = jit_fallback_cfi(p, js, bias);
+        return 0;
+    }
+    if (e && (e->prot & MAPS_X)) {
+        *bias = 0;
+        *cfi = maps_is_file(e) ? NULL : anon_fallback_cfi(p, ip, bias);
+        return 0;
+    }
+    return -ENOENT;
+}
+
+int proc_unwind(struct proc *p, enum unwind_mode mode, const struct unwind_regs *regs, const uint8_t *stack,
+                size_t stack_len, uint64_t stack_addr, uint64_t *ips, size_t max, unsigned *stop)
+{
+    return unwind_stack(p->ucache, find_cfi, p, mode, regs, stack, stack_len, stack_addr, ips, max, stop);
+}
+
+void proc_get_stats(const struct proc *p, struct proc_stats *out)
+{
+    *out = p->stats;
+    const struct unwind_stats *u = unwind_cache_stats(p->ucache);
+    out->unwinds = u->unwinds;
+    out->frames = u->frames;
+    out->row_hits = u->row_hits;
+    out->row_misses = u->row_misses;
+    out->fp_steps = u->fp_steps;
+    out->dwarf_steps = u->dwarf_steps;
+    out->jit_regions = jitsyms_count(p->jit);
+}
