@@ -17,7 +17,8 @@ enum code_state { CODE_EMPTY = 0, CODE_HEADER, CODE_FILLED };
 
 struct code_entry {
     uint64_t addr;    /* 0: free slot */
-    uint64_t checked; /* sample whose header read validated this entry */
+    uint64_t checked;    /* sample whose header read validated this entry */
+    uint64_t checked_ns; /* and when */
     uint32_t id;      /* key for finished frames; new for every fill */
     enum code_state state;
     bool bad;         /* header unreadable or not a code object in this sample */
@@ -38,6 +39,7 @@ struct pycode {
     struct profile *prof;
     struct pystack_stats *st;
     uint64_t sample;
+    uint64_t now_ns, trust_ns; /* entries validated less than trust_ns ago need no re-read */
     uint32_t next_id;
     struct code_entry *codes;
     uint32_t ncodes, codes_cap; /* cap: power of two */
@@ -172,7 +174,7 @@ static void fin_insert(struct pycode *c, uint64_t key, uint32_t frame)
 /* -- Lifecycle ----------------------------------------------------------------------------------- */
 
 int pycode_new(struct pycode **out, const struct pyrt *rt, struct remote *r, struct profile *prof,
-               struct pystack_stats *st)
+               struct pystack_stats *st, uint64_t trust_ns)
 {
     struct pycode *c = calloc(1, sizeof(*c));
     if (!c)
@@ -182,6 +184,7 @@ int pycode_new(struct pycode **out, const struct pyrt *rt, struct remote *r, str
     c->prof = prof;
     c->st = st;
     c->next_id = 1;
+    c->trust_ns = trust_ns;
     c->codes_cap = 256;
     c->fin_cap = 1024;
     c->codes = calloc(c->codes_cap, sizeof(*c->codes));
@@ -206,9 +209,17 @@ void pycode_free(struct pycode *c)
     free(c);
 }
 
-void pycode_begin(struct pycode *c)
+void pycode_begin(struct pycode *c, uint64_t now_ns)
 {
     c->sample++;
+    c->now_ns = now_ns;
+}
+
+/* Validated in this sample, or recently enough under the trust window. */
+static bool fresh(const struct pycode *c, const struct code_entry *e)
+{
+    return e->checked == c->sample ||
+           (c->trust_ns && e->checked && c->now_ns - e->checked_ns < c->trust_ns);
 }
 
 /* -- Validation ---------------------------------------------------------------------------------- */
@@ -226,6 +237,7 @@ static bool apply_header(struct pycode *c, struct code_entry *e, const uint8_t *
     const struct pyrt_layout *L = &c->rt->L;
 
     e->checked = c->sample;
+    e->checked_ns = c->now_ns;
     e->bad = false;
     if (c->rt->code_type && hdr_u64(c, hdr, L->ob_type) != c->rt->code_type) {
         e->bad = true;
@@ -260,7 +272,7 @@ void pycode_header(struct pycode *c, uint64_t addr, const uint8_t *hdr)
 bool pycode_checked(const struct pycode *c, uint64_t addr)
 {
     const struct code_entry *e = code_find(c, addr);
-    return e && e->checked == c->sample;
+    return e && fresh(c, e);
 }
 
 /* -- Fetching names and line tables ------------------------------------------------------------- */
@@ -435,9 +447,10 @@ static void resolve(struct pycode *c, const struct pystack_raw *raw, size_t n)
         if (L->minor >= 12 && raw[i].owner >= PYRT_OWNED_BY_CSTACK)
             continue;
         struct code_entry *e = code_find(c, raw[i].code);
-        if (!e || e->checked == c->sample)
+        if (!e || fresh(c, e))
             continue;
         e->checked = c->sample; /* also dedupes this list */
+        e->checked_ns = c->now_ns;
         need[nneed++] = e;
     }
     if (nneed) {
@@ -464,7 +477,7 @@ static void resolve(struct pycode *c, const struct pystack_raw *raw, size_t n)
     size_t ntodo = 0;
     for (size_t i = 0; i < n && ntodo < FETCH_MAX; i++) {
         struct code_entry *e = code_find(c, raw[i].code);
-        if (!e || e->bad || e->state != CODE_HEADER || e->checked != c->sample)
+        if (!e || e->bad || e->state != CODE_HEADER || !fresh(c, e))
             continue;
         bool dup = false;
         for (size_t k = 0; k < ntodo && !dup; k++)
@@ -481,7 +494,7 @@ static uint32_t frame_of(struct pycode *c, const struct pystack_raw *raw)
     const struct pyrt_layout *L = &c->rt->L;
     struct code_entry *e = code_find(c, raw->code);
 
-    if (!e || e->bad || e->state != CODE_FILLED || e->checked != c->sample) {
+    if (!e || e->bad || e->state != CODE_FILLED || !fresh(c, e)) {
         c->st->errors++;
         return (uint32_t)c->unknown_frame;
     }

@@ -16,17 +16,20 @@
 
 struct pycode;
 
+/* trust_ns: an entry validated less than this long ago is used without a header re-read
+ * (0: validate in every sample that uses it). */
 int pycode_new(struct pycode **out, const struct pyrt *rt, struct remote *r, struct profile *prof,
-               struct pystack_stats *st);
+               struct pystack_stats *st, uint64_t trust_ns);
 void pycode_free(struct pycode *c);
 
-/* Starts a sample: validations of earlier samples no longer count. */
-void pycode_begin(struct pycode *c);
+/* Starts a sample at `now_ns` (CLOCK_MONOTONIC): validations of earlier samples no longer count
+ * (unless within the trust window). */
+void pycode_begin(struct pycode *c, uint64_t now_ns);
 
 /* A header of code object `addr` read in this sample elsewhere (the predicted batch). */
 void pycode_header(struct pycode *c, uint64_t addr, const uint8_t *hdr);
 
-/* True when `addr` was validated in this sample already (no need to read its header). */
+/* True when `addr` was validated in this sample (or within the trust window). */
 bool pycode_checked(const struct pycode *c, uint64_t addr);
 
 /* Symbolises raw frames leaf first (shims dropped, entry flags set); `complete` says the chain

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pycode.h"
 
@@ -12,6 +13,9 @@
 #define MAX_THREADS      8192
 #define MAX_PRED_CODES   64   /* code headers re-read with the prediction */
 #define FRAME_BUF        128  /* bytes; f_read_size is ~72 */
+/* Predicted frames closer than this in memory are read as one range: frames of one thread sit
+ * next to each other in its data stack, a few locals apart, and one iovec costs less than two. */
+#define COALESCE_GAP     256
 
 /* What the thread's previous sample saw: read again first, in one call. */
 struct thread_slot {
@@ -25,6 +29,7 @@ struct thread_slot {
 };
 
 struct pystack {
+    uint64_t last_refresh_ns;
     struct pyrt rt;
     struct remote r;
     struct profile *prof;
@@ -38,6 +43,9 @@ struct pystack {
     /* per-sample scratch, sized for max_depth */
     struct remote_seg *segs;
     uint8_t *fbuf, *hbuf;
+    uint32_t *fseg; /* predicted frame k → segment holding it */
+    uint32_t gap;   /* COALESCE_GAP, or 0 with exact_reads */
+    size_t code_seg0;
     struct pystack_raw *raw;
     uint64_t *addrs;
     uint64_t *seen;
@@ -45,6 +53,13 @@ struct pystack {
 };
 
 /* -- Small helpers ----------------------------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static uint64_t u64_at(const uint8_t *b, uint32_t off)
 {
@@ -84,6 +99,7 @@ static int refresh_threads(struct pystack *ps)
     int rc;
 
     ps->st.l2_refreshes++;
+    ps->last_refresh_ns = now_ns();
     ps->l1.valid = false;
     if ((rc = pyrt_first_interp(&ps->rt, &ps->r, &interp)) != 0)
         return rc;
@@ -157,6 +173,12 @@ static int thread_slot(struct pystack *ps, pid_t tid)
         ps->st.l2_hits++;
     } else {
         ps->st.l2_misses++;
+        /* A tid without a thread state (a C thread) would otherwise walk the list every time. */
+        if (ps->last_refresh_ns &&
+            now_ns() - ps->last_refresh_ns < (uint64_t)ps->o.refresh_interval_us * 1000) {
+            ps->st.l2_refreshes_deferred++;
+            return -ESRCH;
+        }
         int rc = refresh_threads(ps);
         if (rc)
             return rc;
@@ -195,8 +217,11 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
         ps->o.max_depth = 1024;
     if (ps->o.max_depth > 65536)
         ps->o.max_depth = 65536;
+    /* A cold deep stack costs one call per frame the first time; allow that, not more. */
     if (!ps->o.max_reads)
-        ps->o.max_reads = 32;
+        ps->o.max_reads = ps->o.max_depth + 16;
+    if (!ps->o.refresh_interval_us)
+        ps->o.refresh_interval_us = 10000;
     ps->prof = prof;
     remote_init(&ps->r, pid);
     if ((rc = pyrt_attach(&ps->rt, &ps->r, pid, err, errlen)) != 0)
@@ -211,17 +236,20 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
     while (ps->seen_cap < 2 * d)
         ps->seen_cap *= 2;
     ps->segs = calloc(d + MAX_PRED_CODES + 2, sizeof(*ps->segs));
-    ps->fbuf = malloc((size_t)d * FRAME_BUF);
+    ps->gap = ps->o.exact_reads ? 0 : COALESCE_GAP;
+    ps->fbuf = malloc((size_t)d * (FRAME_BUF + ps->gap));
+    ps->fseg = calloc(d, sizeof(*ps->fseg));
     ps->hbuf = malloc((size_t)MAX_PRED_CODES * ps->rt.L.co_hdr_size);
     ps->raw = calloc(d, sizeof(*ps->raw));
     ps->addrs = calloc(d, sizeof(*ps->addrs));
     ps->seen = calloc(ps->seen_cap, sizeof(*ps->seen));
     ps->seen_stamp = calloc(ps->seen_cap, sizeof(*ps->seen_stamp));
     rc = -ENOMEM;
-    if (!ps->segs || !ps->fbuf || !ps->hbuf || !ps->raw || !ps->addrs || !ps->seen ||
+    if (!ps->segs || !ps->fbuf || !ps->fseg || !ps->hbuf || !ps->raw || !ps->addrs || !ps->seen ||
         !ps->seen_stamp)
         goto fail;
-    if ((rc = pycode_new(&ps->code, &ps->rt, &ps->r, prof, &ps->st)) != 0)
+    if ((rc = pycode_new(&ps->code, &ps->rt, &ps->r, prof, &ps->st,
+                         (uint64_t)ps->o.code_trust_us * 1000)) != 0)
         goto fail;
     *out = ps;
     return 0;
@@ -241,6 +269,7 @@ void pystack_close(struct pystack *ps)
     pycode_free(ps->code);
     free(ps->segs);
     free(ps->fbuf);
+    free(ps->fseg);
     free(ps->hbuf);
     free(ps->raw);
     free(ps->addrs);
@@ -281,13 +310,47 @@ static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8
     if (L->ts_cframe)
         ps->segs[n++] =
             REMOTE_SEG(s->cframe + L->cf_current_frame, cf_top, s->cframe ? 8 : 0);
-    for (uint32_t k = 0; k < s->nframes; k++)
-        ps->segs[n++] = REMOTE_SEG(s->frames[k], ps->fbuf + (size_t)k * FRAME_BUF,
-                                            L->f_read_size);
+    /* Frames: one segment per run of neighbours (each run at most (F + gap) bytes per frame, so
+     * the buffer of max_depth * (FRAME_BUF + gap) bytes always suffices). */
+    const uint64_t F = L->f_read_size;
+    size_t off = 0, run = 0, in_run = 0;
+    uint64_t lo = 0, hi = 0;
+    for (uint32_t k = 0; k <= s->nframes; k++) {
+        uint64_t a = k < s->nframes ? s->frames[k] : 0;
+        if (k < s->nframes && in_run) {
+            uint64_t nlo = a < lo ? a : lo, nhi = a + F > hi ? a + F : hi;
+            bool near = (a + F + ps->gap >= lo && a <= hi + ps->gap);
+            if (near && nhi - nlo <= (in_run + 1) * (F + ps->gap)) {
+                lo = nlo, hi = nhi;
+                in_run++;
+                ps->fseg[k] = (uint32_t)run;
+                continue;
+            }
+        }
+        if (in_run) { /* close the run */
+            ps->segs[run] = REMOTE_SEG(lo, ps->fbuf + off, hi - lo);
+            off += hi - lo;
+        }
+        if (k == s->nframes)
+            break;
+        run = n++;
+        lo = a, hi = a + F, in_run = 1;
+        ps->fseg[k] = (uint32_t)run;
+    }
+    ps->code_seg0 = n;
+    /* Code headers, except those trusted without a re-read (zero-length: no iovec). */
     for (uint32_t k = 0; k < s->ncodes; k++)
         ps->segs[n++] = REMOTE_SEG(s->codes[k] + L->co_hdr_start,
-                                            ps->hbuf + (size_t)k * L->co_hdr_size, L->co_hdr_size);
+                                   ps->hbuf + (size_t)k * L->co_hdr_size,
+                                   pycode_checked(ps->code, s->codes[k]) ? 0 : L->co_hdr_size);
     return n;
+}
+
+/* Where predicted frame k landed in the batch's buffers. */
+static const uint8_t *predicted(const struct pystack *ps, const struct thread_slot *s, uint32_t k)
+{
+    const struct remote_seg *g = &ps->segs[ps->fseg[k]];
+    return (const uint8_t *)g->buf + (s->frames[k] - g->addr);
 }
 
 static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t cframe, size_t n)
@@ -325,7 +388,7 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
     int si = -1, rc;
 
     ps->st.samples++;
-    pycode_begin(ps->code);
+    pycode_begin(ps->code, now_ns());
     for (int attempt = 0; attempt < 2; attempt++) {
         if ((si = thread_slot(ps, tid)) < 0)
             return si;
@@ -341,9 +404,8 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
             return rc;
     }
     struct thread_slot *s = &ps->slots[si];
-    const size_t seg_frames = L->ts_cframe ? 2 : 1;
     for (uint32_t k = 0; k < s->ncodes; k++)
-        if (ps->segs[seg_frames + s->nframes + k].ok)
+        if (ps->segs[ps->code_seg0 + k].ok && ps->segs[ps->code_seg0 + k].len)
             pycode_header(ps->code, s->codes[k], ps->hbuf + (size_t)k * L->co_hdr_size);
 
     /* The top frame. */
@@ -375,12 +437,12 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
             break;
         }
         const uint8_t *f = NULL;
-        if (j < s->nframes && s->frames[j] == addr && ps->segs[seg_frames + j].ok) {
-            f = ps->fbuf + (size_t)j++ * FRAME_BUF;
+        if (j < s->nframes && s->frames[j] == addr && ps->segs[ps->fseg[j]].ok) {
+            f = predicted(ps, s, j++);
         } else {
             for (uint32_t k = 0; k < s->nframes && !f; k++)
-                if (s->frames[k] == addr && ps->segs[seg_frames + k].ok) {
-                    f = ps->fbuf + (size_t)k * FRAME_BUF;
+                if (s->frames[k] == addr && ps->segs[ps->fseg[k]].ok) {
+                    f = predicted(ps, s, k);
                     j = k + 1;
                 }
         }
@@ -432,7 +494,7 @@ int pystack_symbolize(struct pystack *ps, const struct pystack_raw *raw, size_t 
                       struct pystack_frame *out, size_t max)
 {
     ps->st.samples++;
-    pycode_begin(ps->code);
+    pycode_begin(ps->code, now_ns());
     return pycode_symbolize(ps->code, raw, n, out, max, !truncated);
 }
 
@@ -464,6 +526,7 @@ void pystack_print_stats(const struct pystack *ps, FILE *f)
     fprintf(f, "l1_hit_rate: %.3f\n", rate(s->l1_hits, s->l1_misses));
     fprintf(f, "l2_hit_rate: %.3f\n", rate(s->l2_hits, s->l2_misses));
     fprintf(f, "l2_refreshes: %" PRIu64 "\n", s->l2_refreshes);
+    fprintf(f, "l2_refreshes_deferred: %" PRIu64 "\n", s->l2_refreshes_deferred);
     fprintf(f, "prediction_hit_rate: %.3f\n", rate(s->pred_hits, s->pred_misses));
     fprintf(f, "code_hit_rate: %.3f\n", rate(s->code_hits, s->code_misses));
     fprintf(f, "code_stale: %" PRIu64 "\n", s->code_stale);

@@ -37,7 +37,14 @@ struct pystack;
 
 struct pystack_opts {
     uint32_t max_depth; /* Python frames per sample, shims included; 0: 1024 */
-    uint32_t max_reads; /* process_vm_readv calls per sample; 0: 32 */
+    uint32_t max_reads; /* process_vm_readv calls per sample; 0: max_depth + 16 (a cold
+                           stack costs one call per frame not predicted) */
+    uint32_t refresh_interval_us; /* least time between two walks of the thread list caused
+                                     by unknown tids; 0: 10000 */
+    bool exact_reads;       /* one iovec per predicted frame, even for neighbours in memory */
+    uint32_t code_trust_us; /* a code object validated this recently is not re-read; 0: every
+                               sample re-validates (set it for in-kernel capture, where the
+                               header re-read would be the only read of a sample) */
 };
 
 /* One Python frame of a sample, leaf first. */
@@ -66,7 +73,7 @@ struct pystack_stats {
     uint64_t samples;      /* pystack_read + pystack_symbolize calls */
     uint64_t frames;       /* Python frames returned */
     uint64_t l1_hits, l1_misses;
-    uint64_t l2_hits, l2_misses, l2_refreshes;
+    uint64_t l2_hits, l2_misses, l2_refreshes, l2_refreshes_deferred;
     uint64_t pred_hits, pred_misses;   /* frames found in / missing from the predicted read */
     uint64_t steady_samples;           /* samples served by the predicted read alone */
     uint64_t code_hits, code_misses, code_stale; /* stale: header changed, entry replaced */

@@ -65,14 +65,12 @@ static size_t mark_read(struct remote_seg *segs, size_t n, size_t got)
 
 int remote_readv(struct remote *r, struct remote_seg *segs, size_t n, bool skip_bad)
 {
-    size_t nread = 0, i = 0;
+    size_t nread = 0, i = 0, want_segs = 0, got_segs = 0;
 
-    if (n > 1) {
-        r->st.batched_attempts++;
-        r->st.segs_requested += n;
-    }
-    for (size_t k = 0; k < n; k++)
+    for (size_t k = 0; k < n; k++) {
         segs[k].ok = segs[k].len == 0;
+        want_segs += segs[k].len != 0;
+    }
     while (i < n) {
         /* Zero-length iovecs are legal but make the short-count arithmetic ambiguous: skip. */
         while (i < n && segs[i].len == 0)
@@ -90,6 +88,7 @@ int remote_readv(struct remote *r, struct remote_seg *segs, size_t n, bool skip_
             return (int)got;
         size_t done = got < 0 ? 0 : mark_read(segs + i, j - i, (size_t)got);
         nread += done;
+        got_segs += done;
         if (got >= 0 && (size_t)got == want) {
             i = j;
             continue;
@@ -100,9 +99,12 @@ int remote_readv(struct remote *r, struct remote_seg *segs, size_t n, bool skip_
             break;
         i += done + 1; /* segs[i + done] is the bad one */
     }
-    if (n > 1) {
-        r->st.segs_read += nread;
-        if (nread == n)
+    /* Batched: more than one iovec wanted (zero-length segments are no iovecs). */
+    if (want_segs > 1) {
+        r->st.batched_attempts++;
+        r->st.segs_requested += want_segs;
+        r->st.segs_read += got_segs;
+        if (got_segs == want_segs)
             r->st.batched_successes++;
     }
     return (int)nread;

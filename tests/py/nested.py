@@ -12,6 +12,9 @@ import threading
 import time
 
 
+print_lock = threading.Lock()
+
+
 def report(frame, leaf_lines=None):
     parts = []
     first = True
@@ -23,7 +26,8 @@ def report(frame, leaf_lines=None):
             parts.append("%s:%d" % (name, frame.f_lineno))
         first = False
         frame = frame.f_back
-    print("EXPECT %d %s" % (threading.get_native_id(), " ".join(parts)), flush=True)
+    with print_lock:
+        print("EXPECT %d %s" % (threading.get_native_id(), " ".join(parts)), flush=True)
 
 
 def spin_here(report_lines):  # noqa: ARG001

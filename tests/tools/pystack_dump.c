@@ -1,17 +1,21 @@
 /*
  * pystack-dump — prints the Python stacks of a process with the remote reader, and measures it.
  *
- *   pystack-dump [-d DEPTH] [-n COUNT] [-i USEC] [-t TID] [-s] [-q] PID
+ *   pystack-dump [-d DEPTH] [-n COUNT] [-i USEC] [-t TID] [-s] [-q] [-x] PID
  *
  * Each stack is printed leaf first, one frame a line: "  qualname file:line [entry]". Without
  * -t every thread of PID is read. -n reads each stack COUNT times (-i apart) and prints the last;
- * -s adds the reader's statistics and the time per read ("us_per_read: N").
+ * -x reads each predicted frame with its own iovec (no coalescing of neighbours).
+ * -s adds the reader's statistics, then the cost of the first (cold) read of each thread and of
+ * the later (warm) reads: calls, bytes and microseconds per read, and how many warm reads found
+ * the stack changed (needed more than the one predicted call) and what those cost.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,9 +44,9 @@ static void print_stack(const struct profile *p, pid_t tid, const struct pystack
 int main(int argc, char **argv)
 {
     unsigned depth = 0, count = 1, interval = 0;
-    int opt, quiet = 0, stats = 0, only_tid = 0;
+    int opt, quiet = 0, stats = 0, only_tid = 0, exact = 0;
 
-    while ((opt = getopt(argc, argv, "d:n:i:t:sq")) != -1) {
+    while ((opt = getopt(argc, argv, "d:n:i:t:sqx")) != -1) {
         switch (opt) {
         case 'd': depth = (unsigned)atoi(optarg); break;
         case 'n': count = (unsigned)atoi(optarg); break;
@@ -50,8 +54,9 @@ int main(int argc, char **argv)
         case 't': only_tid = atoi(optarg); break;
         case 's': stats = 1; break;
         case 'q': quiet = 1; break;
+        case 'x': exact = 1; break;
         default:
-            fprintf(stderr, "usage: %s [-d DEPTH] [-n COUNT] [-i USEC] [-t TID] [-s] [-q] PID\n",
+            fprintf(stderr, "usage: %s [-d DEPTH] [-n COUNT] [-i USEC] [-t TID] [-s] [-q] [-x] PID\n",
                     argv[0]);
             return 2;
         }
@@ -63,7 +68,7 @@ int main(int argc, char **argv)
     pid_t pid = atoi(argv[optind]);
     struct profile prof;
     struct pystack *ps;
-    struct pystack_opts o = {.max_depth = depth};
+    struct pystack_opts o = {.max_depth = depth, .exact_reads = exact};
     char err[512] = "";
     if (profile_init(&prof) != 0)
         return 1;
@@ -92,16 +97,30 @@ int main(int argc, char **argv)
     }
     size_t max = depth ? depth : 1024;
     struct pystack_frame *frames = calloc(max, sizeof(*frames));
-    double us = 0;
-    unsigned reads = 0;
+    double us = 0, cold_us = 0, warm_us = 0;
+    unsigned reads = 0, cold = 0, warm = 0, changed = 0;
+    uint64_t cold_calls = 0, cold_bytes = 0, warm_calls = 0, warm_bytes = 0, changed_calls = 0;
     for (int t = 0; t < ntids && frames; t++) {
         int n = 0;
         unsigned flags = 0;
         for (unsigned k = 0; k < count; k++) {
+            const struct remote_stats before = *pystack_remote_stats(ps);
             double t0 = now_us();
             n = pystack_read(ps, tids[t], frames, max, &flags);
-            us += now_us() - t0;
+            double dt = now_us() - t0;
+            uint64_t calls = pystack_remote_stats(ps)->calls - before.calls;
+            uint64_t bytes = pystack_remote_stats(ps)->bytes - before.bytes;
+            us += dt;
             reads++;
+            if (n < 0)
+                break;
+            if (k == 0) {
+                cold++, cold_us += dt, cold_calls += calls, cold_bytes += bytes;
+            } else {
+                warm++, warm_us += dt, warm_calls += calls, warm_bytes += bytes;
+                if (calls > 1)
+                    changed++, changed_calls += calls;
+            }
             if (interval)
                 usleep(interval);
         }
@@ -117,6 +136,16 @@ int main(int argc, char **argv)
     if (stats) {
         pystack_print_stats(ps, stdout);
         printf("us_per_read: %.2f\n", reads ? us / reads : 0.0);
+        printf("cold_reads: %u\ncold_calls_per_read: %.2f\ncold_bytes_per_read: %.0f\n"
+               "cold_us_per_read: %.2f\n",
+               cold, cold ? (double)cold_calls / cold : 0.0, cold ? (double)cold_bytes / cold : 0.0,
+               cold ? cold_us / cold : 0.0);
+        printf("warm_reads: %u\nwarm_calls_per_read: %.3f\nwarm_bytes_per_read: %.0f\n"
+               "warm_us_per_read: %.2f\n",
+               warm, warm ? (double)warm_calls / warm : 0.0, warm ? (double)warm_bytes / warm : 0.0,
+               warm ? warm_us / warm : 0.0);
+        printf("warm_changed_reads: %u\nchanged_calls_per_read: %.2f\n", changed,
+               changed ? (double)changed_calls / changed : 0.0);
     }
     free(frames);
     pystack_close(ps);

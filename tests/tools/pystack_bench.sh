@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Cost of remote Python stack reads per interpreter and workload (numbers for docs/python-frames.md).
+#   tests/tools/pystack_bench.sh [READS] [INTERVAL_US]      (root; build/tools/pystack-dump built)
+set -u
+cd "$(dirname "$0")/../.."
+READS=${1:-2000}
+INTERVAL=${2:-1000}
+DUMP=${BUILD:-build}/tools/pystack-dump
+PYS="/usr/bin/python3.11 /root/.pyenv/versions/3.11.7/bin/python3.11
+     /root/.pyenv/versions/3.12.1/bin/python3.12 /root/.pyenv/versions/3.13.0/bin/python3.13"
+printf '| %-8s | %-11s | %5s | %10s | %10s | %9s | %9s | %8s | %8s | %11s |\n' python workload frames \
+    cold_calls cold_us warm_calls warm_bytes warm_us changed changed_calls
+echo '|---|---|---|---|---|---|---|---|---|---|'
+for py in $PYS; do
+    [ -x "$py" ] || continue
+    ver=$("$py" -c 'import platform; print(platform.python_version())')
+    case "$py" in /usr/bin/*) ver="$ver deb" ;; esac
+    for mode in block spin change "deep 1000"; do
+        out=$(mktemp)
+        # shellcheck disable=SC2086
+        "$py" tests/py/nested.py $mode > "$out" &
+        pid=$!
+        for _ in $(seq 50); do grep -q READY "$out" && break; sleep 0.1; done
+        sleep 0.2
+        r=$("$DUMP" -s -n "$READS" -i "$INTERVAL" -t "$pid" "$pid")
+        kill $pid; wait $pid 2> /dev/null; rm -f "$out"
+        g() { echo "$r" | awk -F': ' -v k="$1" '$1 == k { print $2 }'; }
+        frames=$(echo "$r" | awk '/^thread/ { print $4 }')
+        printf '| %-8s | %-11s | %5s | %10s | %10s | %9s | %9s | %8s | %8s | %11s |\n' "$ver" "$mode" \
+            "$frames" "$(g cold_calls_per_read)" "$(g cold_us_per_read)" "$(g warm_calls_per_read)" \
+            "$(g warm_bytes_per_read)" "$(g warm_us_per_read)" "$(g warm_changed_reads)" \
+            "$(g changed_calls_per_read)"
+    done
+done
