@@ -3,14 +3,21 @@
  *
  * gdb puts a breakpoint on __jit_debug_register_code; each time it fires gdb reads
  * __jit_debug_descriptor.relevant_entry and loads (or drops) one objfile from the image it points
- * to. When gdb attaches it walks the whole list. Its cost grows with the number of objfiles, not
- * with the number of symbols in each, so thousands of regions are packed into a few images:
+ * to. When gdb attaches it walks the whole list. Its cost grows with the number of objfiles (much
+ * faster than linearly: 10,000 one-region images take minutes), hardly with the symbols in each,
+ * so regions are packed into few images, log-structured:
  *
- *   descriptor.first_entry -> [image: regions 513..600, open] -> [image: 257..512, sealed] -> ...
+ *   level 0: images of 1 region     a publish registers one at once (visible immediately)
+ *   level 1: images of 16 regions   16 level-0 images are merged into one
+ *   level 2: images of 256 regions  (= batch: the top level, never merged further)
  *
- * Only the newest image is rebuilt on publish; sealed images change only when one of their
- * regions is removed. A swap registers the new image before unregistering the old one, so a gdb
- * that attaches in between sees every region (twice at worst, never zero times).
+ *   descriptor.first_entry -> [L0 r601] -> [L0 r600] -> [L1 r577..592] -> [L2 r1..256] -> ...
+ *
+ * A region is thus encoded about once per level (a publish costs a few microseconds whatever
+ * the batch size), a gdb running the program loads small objfiles, and one that attaches finds
+ * at most ~15 images per lower level plus one per `batch` regions. A merge registers the new
+ * image before unregistering the old ones, so a gdb that looks in between sees every region
+ * (twice at worst, never zero times). Removing a region rebuilds its image without it.
  *
  * One global mutex guards the descriptor list and every gdbjit's state: the interface is a
  * process-wide singleton anyway.
@@ -29,6 +36,8 @@ _Static_assert(sizeof(struct jit_code_entry) == 32, "jit_code_entry layout");
 _Static_assert(sizeof(struct jit_descriptor) == 24, "jit_descriptor layout");
 
 enum { JIT_NOACTION = 0, JIT_REGISTER_FN = 1, JIT_UNREGISTER_FN = 2 };
+
+enum { GDBJIT_FANOUT = 16, GDBJIT_MAX_LEVELS = 16 };
 
 /* -- The interface gdb knows ---------------------------------------------------------------- */
 
@@ -75,12 +84,12 @@ static void unlink_entry(struct jit_code_entry *e)
 /* -- Images --------------------------------------------------------------------------------- */
 
 struct image {
-    struct image *next, *prev;    /* g->images, newest first */
-    struct jit_code_entry *entry; /* registered entry (owns its ELF bytes), or NULL */
+    struct image *next, *prev;    /* g->images */
+    struct jit_code_entry *entry; /* registered entry (owns its ELF bytes) */
     struct pyjit_region *regs;    /* own copies: names and CFI bytes are ours */
     uint64_t *ids;
-    unsigned n, cap;
-    uint64_t lo, hi; /* lowest start and highest end of regions ever placed here */
+    unsigned n;     /* regions (at most the level's capacity; fewer after removals) */
+    unsigned level; /* 0: one region, just published; the top level is never merged */
 };
 
 /* id -> image, open addressing with linear probing; tombstones keep chains intact. */
@@ -94,10 +103,13 @@ static struct image tomb_image;
 struct gdbjit {
     enum pyjit_arch arch;
     unsigned batch;
-    struct image *images; /* newest (the open one, unless full) first */
+    struct image *images;
     unsigned nimages;
+    unsigned nlevels;                  /* levels 0 .. nlevels-1; the last is never merged */
+    unsigned cap[GDBJIT_MAX_LEVELS];   /* regions in a full image of each level */
+    unsigned count[GDBJIT_MAX_LEVELS]; /* images at each level */
     struct slot *slots;
-    size_t nslots, used; /* used counts live and tombstone slots */
+    size_t nslots, used, live; /* used: live and tombstone slots */
 };
 
 static void free_entry(struct jit_code_entry *e)
@@ -115,54 +127,82 @@ static void free_region(struct pyjit_region *r)
     free((void *)r->filename);
 }
 
-/* Builds img's ELF from its regions and swaps it into gdb's list (or drops it if empty). */
+/* Builds an entry for regions (which must be valid together). */
+static int make_entry(const struct gdbjit *g, const struct pyjit_region *regs, size_t n,
+                      struct jit_code_entry **out)
+{
+    uint8_t *elf;
+    size_t len;
+    int err = elfimg_build(g->arch, regs, n, &elf, &len);
+    if (err)
+        return err;
+    struct jit_code_entry *e = calloc(1, sizeof(*e));
+    if (!e) {
+        free(elf);
+        return -ENOMEM;
+    }
+    e->symfile_addr = (const char *)elf;
+    e->symfile_size = len;
+    *out = e;
+    return 0;
+}
+
+/* Rebuilds img's ELF from its regions and swaps it into gdb's list. */
 static int republish(struct gdbjit *g, struct image *img)
 {
-    struct jit_code_entry *old = img->entry, *e = NULL;
-    if (img->n) {
-        uint8_t *elf;
-        size_t len;
-        int err = elfimg_build(g->arch, img->regs, img->n, &elf, &len);
-        if (err)
-            return err;
-        e = calloc(1, sizeof(*e));
-        if (!e) {
-            free(elf);
-            return -ENOMEM;
-        }
-        e->symfile_addr = (const char *)elf;
-        e->symfile_size = len;
-        link_entry(e); /* new first: the regions are never missing from the list */
-    }
-    if (old) {
-        unlink_entry(old);
-        free_entry(old);
+    struct jit_code_entry *e;
+    int err = make_entry(g, img->regs, img->n, &e);
+    if (err)
+        return err;
+    link_entry(e); /* new first: the regions are never missing from the list */
+    if (img->entry) {
+        unlink_entry(img->entry);
+        free_entry(img->entry);
     }
     img->entry = e;
     return 0;
 }
 
-static struct image *new_image(struct gdbjit *g)
+/* An image owning regs/ids (n regions), at `level`, not yet in any list. */
+static struct image *alloc_image(unsigned n, unsigned level)
 {
     struct image *img = calloc(1, sizeof(*img));
     if (!img)
         return NULL;
+    img->regs = calloc(n ? n : 1, sizeof(*img->regs));
+    img->ids = calloc(n ? n : 1, sizeof(*img->ids));
+    if (!img->regs || !img->ids) {
+        free(img->regs);
+        free(img->ids);
+        free(img);
+        return NULL;
+    }
+    img->n = n;
+    img->level = level;
+    return img;
+}
+
+static void insert_image(struct gdbjit *g, struct image *img)
+{
+    img->prev = NULL;
     img->next = g->images;
     if (img->next)
         img->next->prev = img;
     g->images = img;
     g->nimages++;
-    return img;
+    g->count[img->level]++;
 }
 
-static void drop_image(struct gdbjit *g, struct image *img)
+/* Takes img out of g's list and gdb's, frees it; frees its regions' copies if `owned`. */
+static void drop_image(struct gdbjit *g, struct image *img, bool owned)
 {
     if (img->entry) {
         unlink_entry(img->entry);
         free_entry(img->entry);
     }
-    for (unsigned i = 0; i < img->n; i++)
-        free_region(&img->regs[i]);
+    if (owned)
+        for (unsigned i = 0; i < img->n; i++)
+            free_region(&img->regs[i]);
     if (img->prev)
         img->prev->next = img->next;
     else
@@ -170,6 +210,7 @@ static void drop_image(struct gdbjit *g, struct image *img)
     if (img->next)
         img->next->prev = img->prev;
     g->nimages--;
+    g->count[img->level]--;
     free(img->regs);
     free(img->ids);
     free(img);
@@ -200,7 +241,9 @@ static struct slot *find_slot(const struct gdbjit *g, uint64_t id)
 
 static int grow_slots(struct gdbjit *g)
 {
-    size_t n = g->nslots ? g->nslots * 2 : 64;
+    /* Double only when live entries need it; otherwise rehashing just sweeps the tombstones
+     * (publish/retire churn must not grow the table forever). */
+    size_t n = !g->nslots ? 64 : g->live * 2 >= g->nslots ? g->nslots * 2 : g->nslots;
     struct slot *s = calloc(n, sizeof(*s));
     if (!s)
         return -ENOMEM;
@@ -235,8 +278,142 @@ static int put_slot(struct gdbjit *g, uint64_t id, struct image *img)
         i = (i + 1) & (g->nslots - 1);
     if (!g->slots[i].img)
         g->used++;
+    g->live++;
     g->slots[i] = (struct slot){id, img};
     return 0;
+}
+
+static void kill_slot(struct gdbjit *g, struct slot *s)
+{
+    s->img = TOMB;
+    g->live--;
+}
+
+/* -- Merging ------------------------------------------------------------------------------ */
+
+struct item {
+    struct pyjit_region *r; /* the copy in its old image */
+    uint64_t id;
+    bool stale; /* overlapped by a newer region: dropped by the merge */
+};
+
+static int cmp_item(const void *a, const void *b)
+{
+    const struct item *x = a, *y = b;
+    uintptr_t p = (uintptr_t)x->r->code, q = (uintptr_t)y->r->code;
+    if (p != q)
+        return p < q ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void free_image_unlisted(struct image *img)
+{
+    if (img) {
+        free_entry(img->entry);
+        free(img->regs);
+        free(img->ids);
+        free(img);
+    }
+}
+
+/* Merges every image of `level` into images of level + 1: one, unless the regions lie farther
+ * apart than an image may span. Where two regions overlap (the JIT reused the memory without
+ * retiring the old region) the older id is dropped. On failure nothing changes. */
+static int merge_level(struct gdbjit *g, unsigned level)
+{
+    size_t m = 0, nold = 0, nnew = 0;
+    for (struct image *i = g->images; i; i = i->next)
+        if (i->level == level)
+            m += i->n, nold++;
+    if (m == 0)
+        return 0;
+    struct item *it = calloc(m, sizeof(*it));
+    struct image **olds = calloc(nold, sizeof(*olds));
+    struct pyjit_region *tmp = calloc(m, sizeof(*tmp));
+    size_t *end = calloc(m, sizeof(*end)); /* end (in tmp) of each new image's regions */
+    struct image **news = calloc(m, sizeof(*news));
+    int err = -ENOMEM;
+    if (!it || !olds || !tmp || !end || !news)
+        goto out;
+    size_t k = 0, n = 0;
+    for (struct image *i = g->images; i; i = i->next) {
+        if (i->level != level)
+            continue;
+        olds[k++] = i;
+        for (unsigned j = 0; j < i->n; j++)
+            it[n++] = (struct item){&i->regs[j], i->ids[j], false};
+    }
+    qsort(it, m, sizeof(*it), cmp_item);
+
+    /* Mark stale regions, then cut the survivors into spans an image may cover. */
+    size_t prev = SIZE_MAX; /* last survivor so far */
+    for (size_t i = 0; i < m; i++) {
+        if (prev != SIZE_MAX && (uintptr_t)it[i].r->code < (uintptr_t)it[prev].r->code + it[prev].r->size) {
+            if (it[i].id < it[prev].id) {
+                it[i].stale = true;
+                continue;
+            }
+            it[prev].stale = true;
+        }
+        prev = i;
+    }
+    uintptr_t lo = 0;
+    size_t first = 0; /* index in tmp of the current new image's first region */
+    n = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (it[i].stale)
+            continue;
+        uintptr_t a = (uintptr_t)it[i].r->code;
+        if (n > first && a + it[i].r->size - lo > ELFIMG_MAX_SPAN)
+            end[nnew++] = first = n;
+        if (n == first)
+            lo = a;
+        tmp[n++] = *it[i].r;
+    }
+    end[nnew++] = n;
+
+    /* Build every new image before touching gdb's list. */
+    for (size_t c = 0, from = 0; c < nnew; from = end[c++]) {
+        news[c] = alloc_image((unsigned)(end[c] - from), level + 1);
+        if (!news[c] || (err = make_entry(g, tmp + from, end[c] - from, &news[c]->entry)) < 0) {
+            err = news[c] ? err : -ENOMEM;
+            for (size_t d = 0; d <= c; d++)
+                free_image_unlisted(news[d]);
+            goto out;
+        }
+    }
+
+    /* Commit: move the region copies over, register the new images, drop the old ones. */
+    size_t c = 0, j = 0;
+    for (size_t i = 0; i < m; i++) {
+        struct slot *s = find_slot(g, it[i].id);
+        if (it[i].stale) {
+            free_region(it[i].r);
+            if (s)
+                kill_slot(g, s);
+            continue;
+        }
+        if (j == news[c]->n)
+            c++, j = 0;
+        news[c]->regs[j] = *it[i].r;
+        news[c]->ids[j++] = it[i].id;
+        if (s)
+            s->img = news[c];
+    }
+    for (c = 0; c < nnew; c++) {
+        insert_image(g, news[c]);
+        link_entry(news[c]->entry);
+    }
+    for (k = 0; k < nold; k++)
+        drop_image(g, olds[k], false);
+    err = 0;
+out:
+    free(it);
+    free(olds);
+    free(tmp);
+    free(end);
+    free(news);
+    return err;
 }
 
 /* -- API ------------------------------------------------------------------------------------ */
@@ -250,6 +427,14 @@ int gdbjit_open(struct gdbjit **out, enum pyjit_arch arch, unsigned batch)
         return -ENOMEM;
     g->arch = arch;
     g->batch = batch ? batch : GDBJIT_DEFAULT_BATCH;
+    /* 1, 16, 256, ... up to batch: the top level holds `batch` regions per image. */
+    g->cap[0] = 1;
+    g->nlevels = 1;
+    while (g->cap[g->nlevels - 1] < g->batch && g->nlevels < GDBJIT_MAX_LEVELS) {
+        uint64_t next = (uint64_t)g->cap[g->nlevels - 1] * GDBJIT_FANOUT;
+        g->cap[g->nlevels] = next < g->batch ? (unsigned)next : g->batch;
+        g->nlevels++;
+    }
     *out = g;
     return 0;
 }
@@ -283,83 +468,44 @@ static int copy_region(struct pyjit_region *dst, const struct pyjit_region *r)
     return 0;
 }
 
-/* Whether region [a, a+size) may join img without stretching its span past what .eh_frame's
- * 32-bit offsets reach. */
-static bool fits(const struct image *img, uint64_t a, uint64_t size)
-{
-    uint64_t lo = a < img->lo ? a : img->lo, hi = a + size > img->hi ? a + size : img->hi;
-    return hi - lo <= ELFIMG_MAX_SPAN;
-}
-
 int gdbjit_add(struct gdbjit *g, const struct pyjit_region *r, uint64_t id)
 {
-    if (!g || !r || !r->code || !r->size)
+    if (!g || !r)
         return -EINVAL;
-    /* Validate alone first, so a bad region never spoils an image shared with good ones. */
-    uint8_t *probe;
-    size_t probe_len;
-    int err = elfimg_build(g->arch, r, 1, &probe, &probe_len);
-    if (err)
+    struct image *img = alloc_image(1, 0);
+    if (!img)
+        return -ENOMEM;
+    int err = copy_region(&img->regs[0], r);
+    if (err) {
+        free_image_unlisted(img);
         return err;
-    free(probe);
+    }
+    img->ids[0] = id;
+    /* Building the one-region image also validates the region before gdb sees anything. */
+    if ((err = make_entry(g, img->regs, 1, &img->entry)) < 0) {
+        free_region(&img->regs[0]);
+        free_image_unlisted(img);
+        return err;
+    }
 
-    uint64_t a = (uint64_t)(uintptr_t)r->code;
     pthread_mutex_lock(&gdbjit_lock);
-    struct image *img = g->images;
     if (find_slot(g, id)) {
         err = -EEXIST;
-        goto out;
+    } else if ((err = put_slot(g, id, img)) == 0) {
+        insert_image(g, img);
+        link_entry(img->entry);
+        img = NULL;
+        /* Cascade: a level with a full image's worth of images becomes one image a level up.
+         * A failed merge (out of memory) leaves everything registered; the next add retries. */
+        for (unsigned l = 0; l + 1 < g->nlevels; l++)
+            if (g->count[l] < g->cap[l + 1] / g->cap[l] || merge_level(g, l) < 0)
+                break;
     }
-    if (!img || img->n >= g->batch || !fits(img, a, r->size)) {
-        img = new_image(g);
-        if (!img) {
-            err = -ENOMEM;
-            goto out;
-        }
-        img->lo = a;
-        img->hi = a + r->size;
-    }
-    if (img->n == img->cap) {
-        unsigned cap = img->cap ? img->cap * 2 : 8;
-        if (cap > g->batch)
-            cap = g->batch;
-        struct pyjit_region *regs = realloc(img->regs, cap * sizeof(*regs));
-        if (regs)
-            img->regs = regs;
-        uint64_t *ids = regs ? realloc(img->ids, cap * sizeof(*ids)) : NULL;
-        if (!ids) {
-            err = -ENOMEM;
-            goto undo_new;
-        }
-        img->ids = ids;
-        img->cap = cap;
-    }
-    err = copy_region(&img->regs[img->n], r);
-    if (err)
-        goto undo_new;
-    img->ids[img->n] = id;
-    img->n++;
-    err = put_slot(g, id, img);
-    if (!err)
-        err = republish(g, img); /* fails only for overlap with a region already here, or OOM */
-    if (err) {
-        struct slot *s = find_slot(g, id);
-        if (s)
-            s->img = TOMB;
-        img->n--;
-        free_region(&img->regs[img->n]);
-        goto undo_new;
-    }
-    if (a < img->lo)
-        img->lo = a;
-    if (a + r->size > img->hi)
-        img->hi = a + r->size;
-    goto out;
-undo_new:
-    if (img->n == 0 && !img->entry)
-        drop_image(g, img);
-out:
     pthread_mutex_unlock(&gdbjit_lock);
+    if (img) {
+        free_region(&img->regs[0]);
+        free_image_unlisted(img);
+    }
     return err;
 }
 
@@ -375,18 +521,29 @@ int gdbjit_remove(struct gdbjit *g, uint64_t id)
         goto out;
     }
     struct image *img = s->img;
-    s->img = TOMB;
     unsigned i = 0;
     while (i < img->n && img->ids[i] != id)
         i++;
-    free_region(&img->regs[i]);
+    if (img->n == 1) {
+        kill_slot(g, s);
+        drop_image(g, img, true);
+        goto out;
+    }
+    struct pyjit_region gone = img->regs[i];
     img->n--;
     img->regs[i] = img->regs[img->n]; /* order does not matter: elfimg sorts */
     img->ids[i] = img->ids[img->n];
-    if (img->n == 0)
-        drop_image(g, img);
-    else
-        err = republish(g, img); /* on failure the old image (with the region) stays: harmless */
+    err = republish(g, img);
+    if (err) { /* out of memory: keep the region (gdb still has the old image anyway) */
+        img->regs[img->n] = img->regs[i];
+        img->ids[img->n] = img->ids[i];
+        img->regs[i] = gone;
+        img->ids[i] = id;
+        img->n++;
+        goto out;
+    }
+    kill_slot(g, s);
+    free_region(&gone);
 out:
     pthread_mutex_unlock(&gdbjit_lock);
     return err;
@@ -406,7 +563,7 @@ void gdbjit_close(struct gdbjit *g)
         return;
     pthread_mutex_lock(&gdbjit_lock);
     while (g->images)
-        drop_image(g, g->images);
+        drop_image(g, g->images, true);
     pthread_mutex_unlock(&gdbjit_lock);
     free(g->slots);
     free(g);

@@ -7,13 +7,14 @@
  *
  * Reading back, a frame's kind comes from its text:
  *   "sym_[k]"                 kernel           (the suffix is dropped)
- *   "py::..."                 JIT              (the CPython trampolines' names)
+ *   "py::...", "..._[j]"      JIT              (CPython's trampolines; perf's JIT annotation)
  *   "name (file.py:N)"        Python           (also "name (file.py)" and "name (<frozen x>:N)")
  *   "thread N (comm)"         thread           (first frame only; turns show_threads on)
  *   "[unknown]", "[...]"      other
  *   anything else             native
- * The reader never trusts its input: lines without a valid count, empty stacks and absurd depths
- * are counted and skipped (or cut), and it works on a buffer that is not NUL-terminated.
+ * The reader never trusts its input: lines without a valid count (or one above FOLDED_MAX_COUNT),
+ * empty stacks and absurd depths are counted and skipped (or cut), NUL bytes become '?' and CRs
+ * spaces, and it works on a buffer that is not NUL-terminated.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -29,6 +30,10 @@
 /* A label with the characters that would break the line format replaced. */
 static void put_label(FILE *f, const char *s)
 {
+    if (!*s) {
+        fputc('?', f); /* an empty frame would vanish when read back */
+        return;
+    }
     for (; *s; s++) {
         char c = *s;
         if (c == ';')
@@ -39,8 +44,29 @@ static void put_label(FILE *f, const char *s)
     }
 }
 
+struct label_buf {
+    char *s;
+    size_t size;
+};
+
+/* The frame's full label, however long (never cut: a cut label could merge two frames when the
+ * text is read back). NULL when out of memory. */
+static const char *full_label(const struct profile *v, uint32_t frame, struct label_buf *b)
+{
+    int n = profile_frame_label(v, frame, b->s, b->size);
+    if (n >= 0 && (size_t)n >= b->size) {
+        char *ns = realloc(b->s, (size_t)n + 1);
+        if (!ns)
+            return NULL;
+        b->s = ns;
+        b->size = (size_t)n + 1;
+        profile_frame_label(v, frame, b->s, b->size);
+    }
+    return b->s;
+}
+
 static int write_node(const struct profile *v, uint32_t node, FILE *f, uint32_t *path, size_t depth,
-                      char *buf, size_t bufsz)
+                      struct label_buf *buf)
 {
     if (node != 0) {
         path[depth++] = node;
@@ -48,9 +74,10 @@ static int write_node(const struct profile *v, uint32_t node, FILE *f, uint32_t 
             for (size_t i = 0; i < depth; i++) {
                 if (i)
                     fputc(';', f);
-                int n = profile_frame_label(v, v->nodes[path[i]].frame, buf, bufsz);
-                (void)n; /* longer labels are cut at bufsz; they stay on one line */
-                put_label(f, buf);
+                const char *l = full_label(v, v->nodes[path[i]].frame, buf);
+                if (!l)
+                    return -ENOMEM;
+                put_label(f, l);
             }
             fprintf(f, " %llu\n", (unsigned long long)v->nodes[node].self);
         }
@@ -61,7 +88,7 @@ static int write_node(const struct profile *v, uint32_t node, FILE *f, uint32_t 
         return (int)n;
     int rc = 0;
     for (int64_t i = 0; i < n && rc == 0; i++)
-        rc = write_node(v, kids[i], f, path, depth, buf, bufsz);
+        rc = write_node(v, kids[i], f, path, depth, buf);
     free(kids);
     return rc;
 }
@@ -73,13 +100,13 @@ int folded_write(const struct profile *p, FILE *f)
     if (rc)
         return rc;
     uint32_t *path = malloc((FOLDED_MAX_DEPTH + 1) * sizeof(*path));
-    char *buf = malloc(4096);
-    if (!path || !buf)
+    struct label_buf buf = {.s = malloc(256), .size = 256};
+    if (!path || !buf.s)
         rc = -ENOMEM;
     else
-        rc = write_node(&v, 0, f, path, 0, buf, 4096);
+        rc = write_node(&v, 0, f, path, 0, &buf);
     free(path);
-    free(buf);
+    free(buf.s);
     profile_free(&v);
     if (rc == 0 && ferror(f))
         rc = -EIO;
@@ -121,6 +148,10 @@ static bool parse_python(char *s, size_t n, const char **name, const char **file
     }
     char *fend = end;
     if (colon && colon + 1 < end) {
+        /* Only the form the writer produces ("N", N > 0, no leading zero), so that the text
+         * read is the text written back. */
+        if (colon[1] == '0')
+            return false;
         uint64_t v = 0;
         for (char *c = colon + 1; c < end; c++) {
             v = v * 10 + (uint64_t)(*c - '0');
@@ -169,10 +200,8 @@ static int64_t intern_frame(struct profile *p, char *s, size_t n, bool first)
     }
     if (n > 4 && memcmp(s, "py::", 4) == 0)
         return profile_frame(p, FRAME_JIT, s, NULL, 0);
-    if (has_suffix(s, n, "_[j]") && n > 4) {
-        s[n - 4] = '\0';
+    if (has_suffix(s, n, "_[j]") && n > 4) /* perf's JIT annotation; kept in the name */
         return profile_frame(p, FRAME_JIT, s, NULL, 0);
-    }
     if (parse_python(s, n, &name, &file, &line))
         return profile_frame(p, FRAME_PYTHON, name, file, line);
     if (s[0] == '[' && s[n - 1] == ']' && (strcmp(s, "[unknown]") == 0 || strstr(s, "truncated")))
@@ -199,10 +228,9 @@ static int read_line(struct profile *p, const char *l, size_t n, char *scratch, 
     for (size_t i = sp; i < n; i++) {
         if (!isdigit((unsigned char)l[i]))
             return -1;
-        uint64_t d = (uint64_t)(l[i] - '0');
-        if (count > (UINT64_MAX - d) / 10)
+        count = count * 10 + (uint64_t)(l[i] - '0');
+        if (count > FOLDED_MAX_COUNT)
             return -1;
-        count = count * 10 + d;
     }
     size_t slen = sp - 1;
     while (slen && isspace((unsigned char)l[slen - 1]))
@@ -219,6 +247,13 @@ static int read_line(struct profile *p, const char *l, size_t n, char *scratch, 
                 break;
             }
             memcpy(scratch, l + a, b - a);
+            /* A NUL would cut the name short; a CR is what the writer turns into a space. */
+            for (size_t k = 0; k < b - a; k++) {
+                if (scratch[k] == '\0')
+                    scratch[k] = '?';
+                else if (scratch[k] == '\r')
+                    scratch[k] = ' ';
+            }
             int64_t fi = intern_frame(p, scratch, b - a, depth == 0);
             if (fi < 0)
                 return (int)fi;
@@ -235,6 +270,9 @@ static int read_line(struct profile *p, const char *l, size_t n, char *scratch, 
         return -1;
     if (cut && st)
         st->truncated++;
+    /* Keep the whole profile under FOLDED_MAX_COUNT, so merged counts stay readable too. */
+    if (count > FOLDED_MAX_COUNT - p->meta.samples)
+        return -1;
     int64_t r = profile_add(p, frames, depth, count);
     return r < 0 ? (int)r : 1;
 }

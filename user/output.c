@@ -218,17 +218,35 @@ out:
     return rc;
 }
 
+/* Full labels compared, however long: a cut label would order frames by index, which differs
+ * between a profile and the same profile read back. */
 static int cmp_label(const void *a, const void *b, void *arg)
 {
     const struct profile *p = arg;
-    char la[512], lb[512];
-    profile_frame_label(p, p->nodes[*(const uint32_t *)a].frame, la, sizeof(la));
-    profile_frame_label(p, p->nodes[*(const uint32_t *)b].frame, lb, sizeof(lb));
-    int c = strcmp(la, lb);
+    uint32_t fa = p->nodes[*(const uint32_t *)a].frame, fb = p->nodes[*(const uint32_t *)b].frame;
+    char la[256], lb[256];
+    int na = profile_frame_label(p, fa, la, sizeof(la));
+    int nb = profile_frame_label(p, fb, lb, sizeof(lb));
+    int c;
+    if (na < (int)sizeof(la) && nb < (int)sizeof(lb)) {
+        c = strcmp(la, lb);
+    } else {
+        char *ha = malloc((size_t)na + 1), *hb = malloc((size_t)nb + 1);
+        if (ha && hb) {
+            profile_frame_label(p, fa, ha, (size_t)na + 1);
+            profile_frame_label(p, fb, hb, (size_t)nb + 1);
+            c = strcmp(ha, hb);
+        } else {
+            c = strcmp(la, lb);
+        }
+        free(ha);
+        free(hb);
+    }
     if (c)
         return c;
-    /* Equal labels (different kinds or truncated): order by frame index for stable output. */
-    uint32_t fa = p->nodes[*(const uint32_t *)a].frame, fb = p->nodes[*(const uint32_t *)b].frame;
+    /* Equal labels (frames of different kinds): by kind, then index, for a stable order. */
+    if (p->frames[fa].kind != p->frames[fb].kind)
+        return p->frames[fa].kind < p->frames[fb].kind ? -1 : 1;
     return fa < fb ? -1 : fa > fb;
 }
 

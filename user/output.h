@@ -67,6 +67,7 @@ struct folded_stats {
 };
 
 #define FOLDED_MAX_DEPTH 2048
+#define FOLDED_MAX_COUNT (1ULL << 48) /* larger counts are taken as garbage, so sums never wrap */
 
 /* Parses folded text (`buf` need not be NUL-terminated) into an initialised profile, adding to
  * what it holds; each frame's kind comes from its text (see folded.c). Malformed lines are

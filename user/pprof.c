@@ -34,7 +34,7 @@ struct pb {
 
 static void pb_put(struct pb *e, const void *d, size_t n)
 {
-    if (e->oom)
+    if (e->oom || n == 0) /* an empty nested message has no buffer yet */
         return;
     if (e->n + n > e->cap) {
         size_t cap = e->cap ? e->cap : 256;

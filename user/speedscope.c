@@ -152,7 +152,14 @@ int speedscope_write(const struct profile *p, FILE *f)
     /* Named threads: one profile each. Everything else: one "all threads" profile. */
     size_t nothers = 0;
     bool first = true;
-    for (uint32_t t = profile_first_child(p, 0); t; t = profile_next_sibling(p, t)) {
+    uint32_t *threads;
+    int64_t nthreads = output_sorted_children(p, 0, &threads);
+    if (nthreads < 0) {
+        rc = (int)nthreads;
+        goto out;
+    }
+    for (int64_t i = 0; i < nthreads; i++) {
+        uint32_t t = threads[i];
         if (!named_thread(p, t)) {
             if (p->nodes[t].total)
                 others[nothers++] = t;
@@ -161,6 +168,7 @@ int speedscope_write(const struct profile *p, FILE *f)
         put_profile(&c, p->frames[p->nodes[t].frame].name, &t, 1, stack, ns, first);
         first = false;
     }
+    free(threads);
     if (nothers || first)
         put_profile(&c, "all threads", others, nothers, stack, ns, first);
     fputs("],\n\"name\":\"", f);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,11 +120,12 @@ static void test_batching(void **state)
         must_see[nmust++] = names[i]; /* from now on, at every call */
         assert_true(visible(names[i], NULL));
     }
-    assert_int_equal(gdbjit_images(g), 3); /* 8 + 8 + 4 */
-    assert_int_equal(images(), 3);
-    /* each add: one register; each add after the first of an image: one unregister */
-    assert_int_equal(registers, 20);
-    assert_int_equal(unregisters, 20 - 3);
+    /* batch 8: levels of 1 and 8 regions; 20 = 2 merged images of 8 + 4 single ones */
+    assert_int_equal(gdbjit_images(g), 6);
+    assert_int_equal(images(), 6);
+    /* each add registers its image; each merge registers one and unregisters 8 */
+    assert_int_equal(registers, 20 + 2);
+    assert_int_equal(unregisters, 2 * 8);
 
     /* Removing from a sealed image rebuilds it; the name is gone, the others stay. */
     nmust = 0;
@@ -131,13 +133,12 @@ static void test_batching(void **state)
     assert_false(visible("r3", NULL));
     assert_true(visible("r2", NULL) && visible("r4", NULL));
     assert_int_equal(gdbjit_remove(g, 100 + 3), -ENOENT);
-    assert_int_equal(images(), 3);
-    /* Emptying the open image drops it. */
+    assert_int_equal(images(), 6);
+    /* Removing the only region of an image drops the image. */
     for (size_t i = 16; i < 20; i++)
         assert_int_equal(gdbjit_remove(g, 100 + i), 0);
     assert_int_equal(images(), 2);
     assert_int_equal(gdbjit_images(g), 2);
-    /* The next add goes to the newest surviving image while it has room. */
     struct pyjit_region r = region(30);
     unsigned before = registers;
     assert_int_equal(gdbjit_add(g, &r, 130), 0);
@@ -156,8 +157,6 @@ static void test_rejects(void **state)
     assert_int_equal(gdbjit_add(g, &r, 1), 0);
     unsigned before = calls;
     assert_int_equal(gdbjit_add(g, &r, 1), -EEXIST);
-    struct pyjit_region overlap = region(0);
-    assert_int_equal(gdbjit_add(g, &overlap, 2), -EINVAL);
     struct pyjit_region bad = region(1);
     bad.setup_end = 0;
     assert_int_equal(gdbjit_add(g, &bad, 3), -EINVAL);
@@ -170,15 +169,67 @@ static void test_rejects(void **state)
     gdbjit_close(g);
 }
 
+static void test_levels(void **state)
+{
+    enum { N = 600 };
+    struct gdbjit *g;
+    assert_int_equal(gdbjit_open(&g, PYJIT_ARCH_X86_64, 256), 0);
+    for (size_t i = 0; i < N; i++) {
+        struct pyjit_region r = region(i);
+        assert_int_equal(gdbjit_add(g, &r, i + 1), 0);
+    }
+    /* 600 = 2 x 256 + 5 x 16 + 8 x 1; 37 merges 1 -> 16, 2 merges 16 -> 256 */
+    assert_int_equal(images(), 2 + 5 + 8);
+    assert_int_equal(registers, N + 37 + 2);
+    assert_int_equal(unregisters, 37 * 16 + 2 * 16);
+    for (size_t i = 0; i < N; i++)
+        if (!visible(names[i], NULL))
+            fail_msg("%s lost", names[i]);
+    gdbjit_close(g);
+    assert_int_equal(registers, unregisters);
+}
+
+static void test_overlap_newest_wins(void **state)
+{
+    struct gdbjit *g;
+    assert_int_equal(gdbjit_open(&g, PYJIT_ARCH_X86_64, 2), 0);
+    struct pyjit_region old = region(0), reused = region(0);
+    reused.name = "reused";
+    assert_int_equal(gdbjit_add(g, &old, 1), 0);
+    assert_int_equal(gdbjit_add(g, &reused, 2), 0); /* memory reused without a retire */
+    assert_int_equal(images(), 1);                  /* merged; the stale name is gone */
+    assert_true(visible("reused", NULL));
+    assert_false(visible("r0", NULL));
+    assert_int_equal(gdbjit_remove(g, 1), -ENOENT);
+    assert_int_equal(gdbjit_remove(g, 2), 0);
+    assert_int_equal(images(), 0);
+    gdbjit_close(g);
+}
+
+static void test_one_image_per_region(void **state)
+{
+    struct gdbjit *g;
+    assert_int_equal(gdbjit_open(&g, PYJIT_ARCH_X86_64, 1), 0);
+    for (size_t i = 0; i < 40; i++) {
+        struct pyjit_region r = region(i);
+        assert_int_equal(gdbjit_add(g, &r, i + 1), 0);
+    }
+    assert_int_equal(images(), 40);
+    assert_int_equal(unregisters, 0);
+    gdbjit_close(g);
+}
+
 static void test_far_region_new_image(void **state)
 {
     struct gdbjit *g;
-    assert_int_equal(gdbjit_open(&g, PYJIT_ARCH_X86_64, 100), 0);
-    struct pyjit_region a = region(0), b = region(1);
+    assert_int_equal(gdbjit_open(&g, PYJIT_ARCH_X86_64, 3), 0);
+    struct pyjit_region a = region(0), b = region(1), c = region(2);
     b.code = (const void *)((uintptr_t)code + (3ull << 30)); /* beyond .eh_frame's reach */
     assert_int_equal(gdbjit_add(g, &a, 1), 0);
     assert_int_equal(gdbjit_add(g, &b, 2), 0);
-    assert_int_equal(gdbjit_images(g), 2);
+    assert_int_equal(gdbjit_add(g, &c, 3), 0);
+    assert_int_equal(gdbjit_images(g), 2); /* the merge splits by distance: {a, c}, {b} */
+    assert_true(visible("r0", NULL) && visible("r1", NULL) && visible("r2", NULL));
     gdbjit_close(g);
 }
 
@@ -186,14 +237,14 @@ static void test_far_region_new_image(void **state)
 static void test_image_readelf(void **state)
 {
     struct gdbjit *g;
-    assert_int_equal(gdbjit_open(&g, PYJIT_ARCH_X86_64, 0), 0);
+    assert_int_equal(gdbjit_open(&g, PYJIT_ARCH_X86_64, 3), 0);
     for (size_t i = 0; i < 3; i++) {
         struct pyjit_region r = region(i);
         assert_int_equal(gdbjit_add(g, &r, i + 1), 0);
     }
     struct jit_code_entry *e = __jit_debug_descriptor.first_entry;
     assert_non_null(e);
-    assert_null(e->next); /* one image */
+    assert_null(e->next); /* one merged image */
     char path[] = "/tmp/test_gdbjit.XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
@@ -206,6 +257,25 @@ static void test_image_readelf(void **state)
     pclose(p);
     assert_int_equal(atoi(line), 3);
     unlink(path);
+    gdbjit_close(g);
+}
+
+static void test_churn(void **state)
+{
+    /* Publish/retire cycles: nothing accumulates (ASan checks the memory). */
+    struct gdbjit *g;
+    assert_int_equal(gdbjit_open(&g, PYJIT_ARCH_X86_64, 16), 0);
+    for (uint64_t i = 1; i <= 5000; i++) {
+        struct pyjit_region r = region(i % 64);
+        assert_int_equal(gdbjit_add(g, &r, i), 0);
+        if (i > 8)
+            assert_int_equal(gdbjit_remove(g, i - 8), 0);
+    }
+    assert_int_equal(images(), gdbjit_images(g));
+    assert_true(gdbjit_images(g) <= 8);
+    for (uint64_t i = 4993; i <= 5000; i++)
+        assert_int_equal(gdbjit_remove(g, i), 0);
+    assert_int_equal(images(), 0);
     gdbjit_close(g);
 }
 
@@ -241,7 +311,7 @@ static void test_pyjit_all_sinks(void **state)
         struct pyjit_region r = region(i);
         assert_int_equal(pyjit_publish(jit, &r, &ids[i]), 0);
     }
-    assert_int_equal(images(), 2);
+    assert_int_equal(images(), 3); /* batch 4: one merged image of 4, two single ones */
     struct pyjit_region bad = region(7);
     bad.pop_end = 2;
     uint64_t bad_id = 0;
@@ -303,15 +373,61 @@ static void test_pyjit_failing_sink(void **state)
     assert_int_equal(pyjit_publish(NULL, &r, NULL), -EINVAL);
 }
 
+struct worker {
+    struct pyjit *jit;
+    size_t first;
+    uint64_t ids[250];
+};
+
+static void *publish_many(void *arg)
+{
+    struct worker *w = arg;
+    for (size_t i = 0; i < 250; i++) {
+        struct pyjit_region r = region(w->first + i);
+        if (pyjit_publish(w->jit, &r, &w->ids[i]))
+            return (void *)1;
+        if (i % 2 && pyjit_retire(w->jit, w->ids[i - 1]))
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void test_pyjit_threads(void **state)
+{
+    struct pyjit *jit;
+    assert_int_equal(pyjit_open(&jit, &(struct pyjit_options){.sinks = PYJIT_SINK_GDB}), 0);
+    struct worker w[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct worker){.jit = jit, .first = 250u * i};
+        assert_int_equal(pthread_create(&t[i], NULL, publish_many, &w[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        void *ret;
+        pthread_join(t[i], &ret);
+        assert_null(ret);
+    }
+    for (size_t i = 0; i < 1000; i++)
+        if (visible(names[i], NULL) != (int)(i % 2))
+            fail_msg("%s: visible %d", names[i], visible(names[i], NULL));
+    pyjit_close(jit);
+    assert_null(__jit_debug_descriptor.first_entry);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_descriptor_initial, reset),
         cmocka_unit_test_setup(test_batching, reset),
         cmocka_unit_test_setup(test_rejects, reset),
+        cmocka_unit_test_setup(test_levels, reset),
+        cmocka_unit_test_setup(test_overlap_newest_wins, reset),
+        cmocka_unit_test_setup(test_one_image_per_region, reset),
         cmocka_unit_test_setup(test_far_region_new_image, reset),
         cmocka_unit_test_setup(test_image_readelf, reset),
+        cmocka_unit_test_setup(test_churn, reset),
         cmocka_unit_test_setup(test_pyjit_all_sinks, reset),
+        cmocka_unit_test_setup(test_pyjit_threads, reset),
         cmocka_unit_test_setup(test_pyjit_failing_sink, reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

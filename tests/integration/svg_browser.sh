@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The SVG flame graph as a user sees it: headless Chromium (the system browser, driven by
+# playwright-core from build/js; no browser is downloaded) loads a generated SVG, hovers a frame,
+# clicks it, types in the search box, resets; tests/js/svg_browser.js asserts the DOM state after
+# each step and saves screenshots as build/flamegraph-zoom.png and build/flamegraph-search.png.
+source "$(dirname "$0")/../lib.sh"
+
+RENDER="$BUILD/progs/render_test"
+need_file "$RENDER"
+CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+[ -n "$CHROMIUM" ] || skip_all "needs chromium (Debian package chromium; make setup installs it)"
+need_cmd node
+JS="$BUILD/js/node_modules"
+if [ ! -d "$JS/playwright-core" ] && command -v npm > /dev/null; then
+    make -s -C "$ROOT" BUILD="$BUILD" js-deps > "$TMP/npm.log" 2>&1 || true
+fi
+[ -d "$JS/playwright-core" ] || skip_all "needs npm package playwright-core in $JS (make js-deps)"
+
+# Two threads, Python / native / JIT / kernel frames. "compute" matches the JIT trampoline and
+# two Python frames; nested matches count once: (1300 + 610) of 3000 samples = 63.67%.
+cat > "$TMP/in.folded" << 'EOF'
+thread 4101 (python3);_start;main;Py_RunMain;<module> (/srv/app/main.py:120);serve (/srv/app/main.py:88);handle (/srv/app/http.py:41);parse (/srv/app/proto.py:12);json.loads (/usr/lib/python3.12/json/__init__.py:346) 500
+thread 4101 (python3);_start;main;Py_RunMain;<module> (/srv/app/main.py:120);serve (/srv/app/main.py:88);handle (/srv/app/http.py:41);py::compute:/srv/app/work.py;compute (/srv/app/work.py:7);_PyEval_EvalFrameDefault 1300
+thread 4101 (python3);_start;main;Py_RunMain;<module> (/srv/app/main.py:120);serve (/srv/app/main.py:88);handle (/srv/app/http.py:41);py::compute:/srv/app/work.py;compute (/srv/app/work.py:9);PyNumber_Multiply;long_mul 610
+thread 4101 (python3);_start;main;Py_RunMain;<module> (/srv/app/main.py:120);serve (/srv/app/main.py:88);recv (/srv/app/net.py:20);__libc_recv;entry_SYSCALL_64_[k];do_syscall_64_[k];tcp_recvmsg_[k] 290
+thread 4102 (worker);start_thread;worker (/srv/app/pool.py:30);crunch (/srv/app/pool.py:12);sqrt 300
+EOF
+"$RENDER" "$TMP/in.folded" -o "$TMP/flame.svg" -q --title "pyebpf: python3 /srv/app/main.py"
+check "SVG rendered" test -s "$TMP/flame.svg"
+
+rm -f "$BUILD"/flamegraph-*.png
+NODE_PATH="$JS" CHROMIUM="$CHROMIUM" timeout 90 node "$ROOT/tests/js/svg_browser.js" "$TMP/flame.svg" \
+    "$BUILD/flamegraph" "handle (/srv/app/http.py:41)" compute 63.67 > "$TMP/browser.out" 2>&1
+rc=$?
+# Re-emit the driver's checks as our TAP lines.
+while IFS= read -r line; do
+    case "$line" in
+        "ok - "*) pass "browser: ${line#ok - }" ;;
+        "not ok - "*) r=${line#not ok - }; fail "browser: ${r%% # *}" "${r#* # }" ;;
+    esac
+done < "$TMP/browser.out"
+[ $rc -eq 0 ] || grep -q '^not ok' "$TMP/browser.out" || fail "browser driver" "exit $rc: $(tail -c 300 "$TMP/browser.out")"
+check "screenshot after zoom saved (build/flamegraph-zoom.png)" test -s "$BUILD/flamegraph-zoom.png"
+check "screenshot after search saved (build/flamegraph-search.png)" test -s "$BUILD/flamegraph-search.png"
