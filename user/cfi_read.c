@@ -384,7 +384,10 @@ static void set_rule(struct interp *in, uint64_t reg, struct cfi_rule r)
 
 static void advance(struct interp *in, uint64_t delta)
 {
-    uint64_t n = in->loc + delta * in->cie->code_align;
+    uint64_t n;
+    /* Saturate: a hostile delta or code alignment must not wrap the location backwards. */
+    if (__builtin_mul_overflow(delta, in->cie->code_align, &n) || __builtin_add_overflow(in->loc, n, &n))
+        n = UINT64_MAX;
     if (n > in->pc) {
         in->next_loc = n;
         in->stop = true;
@@ -560,7 +563,11 @@ int cfi_find_row(const struct cfi_table *t, uint64_t pc, struct cfi_row *row)
     in.stop = false;
     in.loc = f.pc_begin;
     in.pc = pc;
-    in.next_loc = f.pc_begin + f.pc_range;
+    /* pc_begin + pc_range may wrap in hostile CFI: saturate; a row never outlives its FDE. */
+    uint64_t fde_end;
+    if (__builtin_add_overflow(f.pc_begin, f.pc_range, &fde_end))
+        fde_end = UINT64_MAX;
+    in.next_loc = fde_end;
     if ((r = run(&in, f.cie.insn, f.cie.insn_end, true)) < 0)
         return r;
     in.stop = false;
@@ -568,7 +575,7 @@ int cfi_find_row(const struct cfi_table *t, uint64_t pc, struct cfi_row *row)
         return r;
     memset(row, 0, sizeof(*row));
     row->pc_start = in.loc;
-    row->pc_end = in.next_loc;
+    row->pc_end = in.next_loc < fde_end ? in.next_loc : fde_end;
     row->cfa_kind = in.st.cfa_kind;
     row->cfa_reg = in.st.cfa_reg;
     row->cfa_off = in.st.cfa_off;
