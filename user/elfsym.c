@@ -204,7 +204,8 @@ static int cmp_sym(const void *a, const void *b)
 
 static void sort_symbols(struct elf_file *f)
 {
-    qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
+    if (f->nsyms > 1) /* syms is NULL for a file without symbols */
+        qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
     size_t w = 0;
     for (size_t i = 0; i < f->nsyms; i++) {
         if (w && f->syms[w - 1].addr == f->syms[i].addr) {
