@@ -396,6 +396,12 @@ static void advance(struct interp *in, uint64_t delta)
     }
 }
 
+/* factor * data_align in wrapping arithmetic: hostile factors must not overflow (UB). */
+static int64_t scaled(uint64_t factor, int64_t data_align)
+{
+    return (int64_t)(factor * (uint64_t)data_align);
+}
+
 static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool initial)
 {
     struct dwcur c = {.p = p, .end = end, .base = in->t->data, .base_vaddr = in->t->vaddr};
@@ -409,7 +415,7 @@ static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool ini
             continue;
         case 2:
             n = dwcur_uleb(&c);
-            set_rule(in, op & 0x3f, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, (int64_t)n * da, 0});
+            set_rule(in, op & 0x3f, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, scaled(n, da), 0});
             continue;
         case 3:
             if ((op & 0x3f) < CFI_NREGS)
@@ -441,7 +447,7 @@ static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool ini
         case 0x05: /* offset_extended */
             reg = dwcur_uleb(&c);
             n = dwcur_uleb(&c);
-            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, (int64_t)n * da, 0});
+            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, scaled(n, da), 0});
             break;
         case 0x06: /* restore_extended */
             reg = dwcur_uleb(&c);
@@ -505,32 +511,32 @@ static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool ini
         }
         case 0x11: /* offset_extended_sf */
             reg = dwcur_uleb(&c);
-            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, dwcur_sleb(&c) * da, 0});
+            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, scaled((uint64_t)dwcur_sleb(&c), da), 0});
             break;
         case 0x12: /* def_cfa_sf */
             in->st.cfa_kind = CFI_CFA_REG;
             in->st.cfa_reg = (uint8_t)dwcur_uleb(&c);
-            in->st.cfa_off = dwcur_sleb(&c) * da;
+            in->st.cfa_off = scaled((uint64_t)dwcur_sleb(&c), da);
             break;
         case 0x13:
             in->st.cfa_kind = CFI_CFA_REG;
-            in->st.cfa_off = dwcur_sleb(&c) * da;
+            in->st.cfa_off = scaled((uint64_t)dwcur_sleb(&c), da);
             break;
         case 0x14: /* val_offset */
             reg = dwcur_uleb(&c);
             n = dwcur_uleb(&c);
-            set_rule(in, reg, (struct cfi_rule){CFI_RULE_VAL_OFFSET, 0, 0, (int64_t)n * da, 0});
+            set_rule(in, reg, (struct cfi_rule){CFI_RULE_VAL_OFFSET, 0, 0, scaled(n, da), 0});
             break;
         case 0x15: /* val_offset_sf */
             reg = dwcur_uleb(&c);
-            set_rule(in, reg, (struct cfi_rule){CFI_RULE_VAL_OFFSET, 0, 0, dwcur_sleb(&c) * da, 0});
+            set_rule(in, reg, (struct cfi_rule){CFI_RULE_VAL_OFFSET, 0, 0, scaled((uint64_t)dwcur_sleb(&c), da), 0});
             break;
         case 0x2e:
             dwcur_uleb(&c);
             break; /* GNU_args_size: only matters for landing pads */
         case 0x2f: /* GNU_negative_offset_extended */
             reg = dwcur_uleb(&c);
-            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, -(int64_t)dwcur_uleb(&c) * da, 0});
+            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, scaled(-dwcur_uleb(&c), da), 0});
             break;
         default:
             return -EINVAL;

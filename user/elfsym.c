@@ -167,9 +167,12 @@ static int add_symbols(struct elf_file *f, Elf *e, Elf64_Word type)
         if (!gelf_getshdr(s, &sh) || sh.sh_type != type || !sh.sh_entsize)
             continue;
         Elf_Data *d = elf_getdata(s, NULL);
-        if (!d)
-            continue;
         size_t n = sh.sh_size / sh.sh_entsize;
+        /* n == 0 would make realloc free f->syms and return NULL (a double free later) */
+        if (!d || !n)
+            continue;
+        if (n > SIZE_MAX / sizeof(struct sym) - f->nsyms)
+            return -ENOMEM;
         struct sym *v = realloc(f->syms, (f->nsyms + n) * sizeof(*v));
         if (!v)
             return -ENOMEM;
