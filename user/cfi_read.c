@@ -573,6 +573,8 @@ int cfi_find_row(const struct cfi_table *t, uint64_t pc, struct cfi_row *row)
     uint64_t fde_end;
     if (__builtin_add_overflow(f.pc_begin, f.pc_range, &fde_end))
         fde_end = UINT64_MAX;
+    if (pc >= fde_end) /* only the saturated end can hold pc: the last address has no code */
+        return -ENOENT;
     in.next_loc = fde_end;
     if ((r = run(&in, f.cie.insn, f.cie.insn_end, true)) < 0)
         return r;
