@@ -114,7 +114,10 @@ static int entry_header(const struct cfi_table *t, uint64_t off, uint64_t *len_o
     *id_pos = c.p;
     if (len == 0)
         return 0;
-    *id = dwcur_u(&c, *is64 && t->debug_frame ? 8 : 4);
+    size_t idsize = *is64 && t->debug_frame ? 8 : 4;
+    if (len < idsize) /* the id must lie inside the entry: later reads start after it */
+        return -EINVAL;
+    *id = dwcur_u(&c, idsize);
     return c.err ? -EINVAL : 0;
 }
 
