@@ -566,6 +566,7 @@ int cfi_find_row(const struct cfi_table *t, uint64_t pc, struct cfi_row *row)
         return -ENOENT;
     struct interp in;
     memset(&in.st, 0, sizeof(in.st));
+    memset(&in.init, 0, sizeof(in.init)); /* DW_CFA_restore inside the CIE reads it */
     in.t = t;
     in.cie = &f.cie;
     in.nsaved = 0;

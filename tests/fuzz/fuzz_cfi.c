@@ -13,8 +13,8 @@
  *
  * After cfi_table_init the target looks up `pc` and the start (and a few bytes in) of up to 64
  * FDEs the table knows, and evaluates every DWARF expression a found row holds with a read
- * callback that fails for some addresses. It checks that a found row covers the pc asked for
- * and that expression pointers stay inside the section.
+ * callback that fails for some addresses. It checks that a found row covers the pc asked for,
+ * holds only known rule kinds, and that expression pointers stay inside the section.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -57,8 +57,12 @@ static void eval_row(struct ctx *c, const struct cfi_row *row)
         cfi_eval_expr(row->cfa_expr, row->cfa_expr_len, regs, 0x1ffff, false, 0, fake_read, c,
                       &out);
     }
+    if (row->cfa_kind > CFI_CFA_EXPR)
+        __builtin_trap();
     for (int i = 0; i < CFI_NREGS; i++) {
         const struct cfi_rule *r = &row->reg[i];
+        if (r->kind > CFI_RULE_VAL_EXPR)
+            __builtin_trap(); /* a rule nobody wrote: uninitialised state */
         if (r->kind == CFI_RULE_EXPR || r->kind == CFI_RULE_VAL_EXPR) {
             check_expr(c, r->expr, r->expr_len);
             /* only some registers known, to reach the unknown-register paths */
