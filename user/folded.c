@@ -241,6 +241,15 @@ static int read_line(struct profile *p, const char *l, size_t n, char *scratch, 
         size_t b = a;
         while (b < slen && l[b] != ';')
             b++;
+        size_t next = b + 1;
+        /* Each frame loses its surrounding blanks, wherever it stands in the line: the line's
+         * own trimming would otherwise strip them only from a frame that ends up first or last
+         * when the text is written again (" x" after an empty frame), so read(write(read(t)))
+         * would differ from read(t). */
+        while (a < b && isspace((unsigned char)l[a]))
+            a++;
+        while (b > a && isspace((unsigned char)l[b - 1]))
+            b--;
         if (b > a) {
             if (depth == FOLDED_MAX_DEPTH) {
                 cut = true;
@@ -264,7 +273,7 @@ static int read_line(struct profile *p, const char *l, size_t n, char *scratch, 
             else
                 cut = true;
         }
-        a = b + 1;
+        a = next;
     }
     if (depth == 0)
         return -1;
