@@ -28,9 +28,21 @@ static inline uint64_t fuzz_take(struct fuzz_in *in, size_t n)
     return v;
 }
 
-static inline uint8_t fuzz_u8(struct fuzz_in *in) { return (uint8_t)fuzz_take(in, 1); }
-static inline uint16_t fuzz_u16(struct fuzz_in *in) { return (uint16_t)fuzz_take(in, 2); }
-static inline uint32_t fuzz_u32(struct fuzz_in *in) { return (uint32_t)fuzz_take(in, 4); }
-static inline uint64_t fuzz_u64(struct fuzz_in *in) { return fuzz_take(in, 8); }
+static inline uint8_t fuzz_u8(struct fuzz_in *in)
+{
+    return (uint8_t)fuzz_take(in, 1);
+}
+static inline uint16_t fuzz_u16(struct fuzz_in *in)
+{
+    return (uint16_t)fuzz_take(in, 2);
+}
+static inline uint32_t fuzz_u32(struct fuzz_in *in)
+{
+    return (uint32_t)fuzz_take(in, 4);
+}
+static inline uint64_t fuzz_u64(struct fuzz_in *in)
+{
+    return fuzz_take(in, 8);
+}
 
 #endif

@@ -54,8 +54,7 @@ static void eval_row(struct ctx *c, const struct cfi_row *row)
         regs[i] = 0x7ffc00000000ull + 8u * (unsigned)i;
     if (row->cfa_kind == CFI_CFA_EXPR) {
         check_expr(c, row->cfa_expr, row->cfa_expr_len);
-        cfi_eval_expr(row->cfa_expr, row->cfa_expr_len, regs, 0x1ffff, false, 0, fake_read, c,
-                      &out);
+        cfi_eval_expr(row->cfa_expr, row->cfa_expr_len, regs, 0x1ffff, false, 0, fake_read, c, &out);
     }
     if (row->cfa_kind > CFI_CFA_EXPR)
         __builtin_trap();
@@ -66,8 +65,7 @@ static void eval_row(struct ctx *c, const struct cfi_row *row)
         if (r->kind == CFI_RULE_EXPR || r->kind == CFI_RULE_VAL_EXPR) {
             check_expr(c, r->expr, r->expr_len);
             /* only some registers known, to reach the unknown-register paths */
-            cfi_eval_expr(r->expr, r->expr_len, regs, 0x00c8, true, regs[CFI_REG_RSP], fake_read,
-                          c, &out);
+            cfi_eval_expr(r->expr, r->expr_len, regs, 0x00c8, true, regs[CFI_REG_RSP], fake_read, c, &out);
         }
     }
 }
@@ -100,8 +98,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(sec, in.data + hdr_size, sec_size);
 
     struct cfi_table t;
-    if (cfi_table_init(&t, sec, sec_size, vaddr, flag & 1, (flag & 2) ? hdr : NULL,
-                       (flag & 2) ? hdr_size : 0, hdr_vaddr) != 0)
+    if (cfi_table_init(&t, sec, sec_size, vaddr, flag & 1, (flag & 2) ? hdr : NULL, (flag & 2) ? hdr_size : 0,
+                       hdr_vaddr) != 0)
         goto out;
     struct ctx c = {sec, sec_size, 0};
     look(&c, &t, pc);
