@@ -53,7 +53,7 @@ $(BUILD)/obj/%.o: %.c | $(BUILD)/bpf/.skels
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/libpyjit.a: $(PYJIT_OBJS)
-	@rm -f $@; ar rcs $@ $^
+	@mkdir -p $(@D); rm -f $@; ar rcs $@ $^
 $(BUILD)/libpyjit.so: $(PYJIT_OBJS)
 	$(CC) -shared -Wl,-soname,libpyjit.so.0 $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/pyjit.pc: jitdump/pyjit.pc.in

@@ -1,10 +1,11 @@
 /*
  * GDB JIT interface: registers in-memory ELF images (elfimg) with any gdb attached now or later.
  *
- * Regions are packed into shared images of up to `batch` regions. The newest image stays open:
- * each add rebuilds it and swaps it in the debugger's list (register new, then unregister old),
- * so a region is visible the moment gdbjit_add returns. A full image is sealed; removing a region
- * rebuilds its image without it (or drops the image when it was the last).
+ * Each added region is registered at once in an image of its own; images are merged in levels
+ * (16 one-region images into one of 16, 16 of those into one of 256 = `batch`), registering the
+ * merged image before unregistering its parts, so a region is visible from the moment gdbjit_add
+ * returns and gdb never holds more than a few dozen images plus one per `batch` regions.
+ * Removing a region rebuilds its image without it (or drops the image when it was the last).
  */
 #ifndef PYJIT_GDBJIT_H
 #define PYJIT_GDBJIT_H
@@ -42,10 +43,11 @@ void __jit_debug_register_code(void);
 
 struct gdbjit;
 
-/* batch 0: GDBJIT_DEFAULT_BATCH. */
+/* batch: regions per top-level image; 0: GDBJIT_DEFAULT_BATCH; 1: one image per region. */
 int gdbjit_open(struct gdbjit **out, enum pyjit_arch arch, unsigned batch);
 /* Copies r (name, CFI bytes) and makes it visible to gdb under `id` (unique per gdbjit).
- * -EINVAL for a malformed region (nothing registered), -EEXIST for a used id, -ENOMEM. */
+ * -EINVAL for a malformed region (nothing registered), -EEXIST for a used id, -ENOMEM.
+ * A region overlapping an older one replaces it when their images merge. */
 int gdbjit_add(struct gdbjit *g, const struct pyjit_region *r, uint64_t id);
 /* Forgets region `id`; -ENOENT if unknown. */
 int gdbjit_remove(struct gdbjit *g, uint64_t id);

@@ -1,7 +1,8 @@
 /*
- * jitsyms — JIT regions from the target's jitdump and perf map. Every file read stays in memory
- * until jitsyms_free, so names and CFI tables handed out earlier stay valid (the unwinder's row
- * cache keys on table addresses); a file whose size and mtime did not change is not re-read.
+ * jitsyms — JIT regions from the target's jitdump and perf map. A file whose size and mtime did
+ * not change is not re-read; a changed one is read again and its old copy freed once the table is
+ * rebuilt (the caller then forgets cached rows of the old CFI tables). Names are interned, so
+ * those handed out stay valid until jitsyms_free.
  */
 #include "jitsyms.h"
 
@@ -15,6 +16,7 @@
 #include "jitdump_format.h"
 #include "jitread.h"
 #include "perfmap_read.h"
+#include "strpool.h"
 
 struct source {
     char *path;
@@ -22,12 +24,15 @@ struct source {
     struct timespec mtime;
     unsigned gen; /* 0: loaded explicitly, always in the table */
     bool is_dump;
+    bool stale; /* replaced by a newer read of the same file */
     struct jitread_dump dump;
     struct cfi_table *tables; /* one per dump region (size 0 when it has no unwinding info) */
     struct perfmap_read_table pm;
 };
 
 struct jitsyms {
+    struct strpool names;
+    bool dirty; /* a file was read since the table was built */
     struct source **src;
     size_t nsrc;
     unsigned gen;
@@ -104,12 +109,17 @@ static int cmp_cand(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static bool live(const struct jitsyms *j, const struct source *s)
+{
+    return !s->stale && (!s->gen || s->gen == j->gen);
+}
+
 static int rebuild(struct jitsyms *j)
 {
     size_t total = 0;
     for (size_t i = 0; i < j->nsrc; i++) {
         const struct source *s = j->src[i];
-        if (s->gen && s->gen != j->gen)
+        if (!live(j, s))
             continue;
         total += s->is_dump ? s->dump.nregions : s->pm.n;
     }
@@ -119,7 +129,7 @@ static int rebuild(struct jitsyms *j)
     size_t n = 0, seq = 0;
     for (size_t i = 0; i < j->nsrc; i++) {
         const struct source *s = j->src[i];
-        if (s->gen && s->gen != j->gen)
+        if (!live(j, s))
             continue;
         if (s->is_dump) {
             for (size_t k = 0; k < s->dump.nregions; k++) {
@@ -144,6 +154,11 @@ static int rebuild(struct jitsyms *j)
     for (size_t i = 0; i < n; i++) {
         if (c[i].sym.end <= c[i].sym.start)
             continue;
+        if (!(c[i].sym.name = strpool_intern(&j->names, c[i].sym.name))) {
+            free(c);
+            free(v);
+            return -ENOMEM;
+        }
         if (w && v[w - 1].start == c[i].sym.start)
             w--; /* same start: the later (or higher-priority) one wins */
         v[w++] = c[i].sym;
@@ -163,12 +178,15 @@ static int add_source(struct jitsyms *j, const char *path, bool is_dump, unsigne
         return -errno;
     for (size_t i = j->nsrc; i-- > 0;) {
         struct source *s = j->src[i];
-        if (s->is_dump == is_dump && !strcmp(s->path, path) && s->size == st.st_size &&
-            s->mtime.tv_sec == st.st_mtim.tv_sec && s->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+        if (s->stale || s->is_dump != is_dump || strcmp(s->path, path))
+            continue;
+        if (s->size == st.st_size && s->mtime.tv_sec == st.st_mtim.tv_sec &&
+            s->mtime.tv_nsec == st.st_mtim.tv_nsec) {
             if (s->gen)
                 s->gen = gen;
             return 0;
         }
+        s->stale = true; /* changed: read again below, the old copy goes after the rebuild */
     }
     void *grown = realloc(j->src, (j->nsrc + 1) * sizeof(*j->src));
     if (!grown)
@@ -190,19 +208,48 @@ static int add_source(struct jitsyms *j, const char *path, bool is_dump, unsigne
         return err;
     }
     j->src[j->nsrc++] = s;
+    j->dirty = true;
     return 0;
+}
+
+/* Frees the sources the table no longer uses. */
+static void prune(struct jitsyms *j)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < j->nsrc; i++) {
+        if (live(j, j->src[i]))
+            j->src[w++] = j->src[i];
+        else
+            source_free(j->src[i]);
+    }
+    j->nsrc = w;
+}
+
+/* Rebuilds the table when a file was read or went away: 1, else 0 (nothing to do), or -ENOMEM. */
+static int finish(struct jitsyms *j)
+{
+    for (size_t i = 0; i < j->nsrc; i++)
+        j->dirty |= !live(j, j->src[i]);
+    if (!j->dirty)
+        return 0;
+    int err = rebuild(j);
+    if (err)
+        return err;
+    prune(j);
+    j->dirty = false;
+    return 1;
 }
 
 int jitsyms_load_dump(struct jitsyms *j, const char *path)
 {
     int err = add_source(j, path, true, 0);
-    return err ? err : rebuild(j);
+    return err ? err : finish(j);
 }
 
 int jitsyms_load_perfmap(struct jitsyms *j, const char *path)
 {
     int err = add_source(j, path, false, 0);
-    return err ? err : rebuild(j);
+    return err ? err : finish(j);
 }
 
 int jitsyms_load(struct jitsyms *j, pid_t pid, const struct maps *maps, const char *root)
@@ -224,7 +271,7 @@ int jitsyms_load(struct jitsyms *j, pid_t pid, const struct maps *maps, const ch
     snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", root, (int)pid);
     if (add_source(j, path, false, j->gen) == -ENOMEM)
         return -ENOMEM;
-    return rebuild(j);
+    return finish(j);
 }
 
 struct jitsym *jitsyms_find(const struct jitsyms *j, uint64_t addr)
@@ -255,5 +302,6 @@ void jitsyms_free(struct jitsyms *j)
         source_free(j->src[i]);
     free(j->src);
     free(j->v);
+    strpool_free(&j->names);
     free(j);
 }

@@ -1,12 +1,19 @@
 /*
  * output — format names, atomic file replacement, and the helpers every writer shares (the
  * "view" without hidden frames, sorted children, XML/JSON escaping).
+ *
+ *   path                         how it is written
+ *   "-", /dev/stdout, /dev/stderr   the process's stream
+ *   missing, regular file, symlink  temporary file in the same directory, then rename() over path
+ *   FIFO, socket, char device       in place (opened O_NOFOLLOW, checked again after opening)
+ *   directory, block device         refused (-EISDIR, -EINVAL)
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "output.h"
@@ -111,19 +118,64 @@ static int write_stream(const struct profile *p, enum output_format fmt, FILE *f
     return -EINVAL;
 }
 
+static int write_to(const struct profile *p, enum output_format fmt, FILE *f, const struct output_opts *opts)
+{
+    int rc = write_stream(p, fmt, f, opts);
+    if (fflush(f) != 0 && rc == 0)
+        rc = -errno;
+    if (ferror(f) && rc == 0)
+        rc = -EIO;
+    return rc;
+}
+
+/* A FIFO, socket or character device the user named (a pipe, /dev/null, a terminal): written in
+ * place, since renaming over it would put a regular file in its place. Opened without following
+ * a symlink and checked again after opening, so nothing can be swapped in between. Returns 1
+ * when `path` is not such a file (the caller replaces it atomically), 0 or a negative errno. */
+static int write_special(const struct profile *p, enum output_format fmt, const char *path,
+                         const struct output_opts *opts)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 1 : -errno;
+    if (S_ISDIR(st.st_mode))
+        return -EISDIR;
+    if (S_ISBLK(st.st_mode))
+        return -EINVAL; /* a disk is never an output */
+    if (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode) && !S_ISSOCK(st.st_mode))
+        return 1; /* regular file or symlink: replaced, never followed */
+    int fd = open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISSOCK(st.st_mode))) {
+        close(fd);
+        return -EAGAIN; /* it changed under us */
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    int rc = write_to(p, fmt, f, opts);
+    if (fclose(f) != 0 && rc == 0)
+        rc = -errno;
+    return rc;
+}
+
 int output_write_opts(const struct profile *p, enum output_format fmt, const char *path,
                       const struct output_opts *opts)
 {
     static const struct output_opts defaults;
     if (!opts)
         opts = &defaults;
-    int rc;
-    if (!path || strcmp(path, "-") == 0) {
-        rc = write_stream(p, fmt, stdout, opts);
-        if (fflush(stdout) != 0 && rc == 0)
-            rc = -errno;
+    if (!path || strcmp(path, "-") == 0 || strcmp(path, "/dev/stdout") == 0)
+        return write_to(p, fmt, stdout, opts);
+    if (strcmp(path, "/dev/stderr") == 0)
+        return write_to(p, fmt, stderr, opts);
+    int rc = write_special(p, fmt, path, opts);
+    if (rc <= 0)
         return rc;
-    }
     char tmp[4096];
     int fd = output_tmpfile(path, tmp, sizeof(tmp));
     if (fd < 0)
@@ -135,9 +187,7 @@ int output_write_opts(const struct profile *p, enum output_format fmt, const cha
         unlink(tmp);
         return rc;
     }
-    rc = write_stream(p, fmt, f, opts);
-    if (rc == 0 && (fflush(f) != 0 || ferror(f)))
-        rc = errno ? -errno : -EIO;
+    rc = write_to(p, fmt, f, opts);
     if (rc == 0 && fsync(fileno(f)) != 0)
         rc = -errno;
     if (fclose(f) != 0 && rc == 0)
@@ -310,6 +360,29 @@ static int utf8_len(const unsigned char *s)
     if (n == 3 && c == 0xef && s[1] == 0xbf && s[2] >= 0xbe)
         return 0;
     return n;
+}
+
+char *output_utf8_dup(const char *str)
+{
+    size_t n = strlen(str);
+    char *d = malloc(n + 1);
+    if (!d)
+        return NULL;
+    const unsigned char *s = (const unsigned char *)str;
+    size_t o = 0;
+    while (*s) {
+        int k = utf8_len(s);
+        if (k == 0) {
+            d[o++] = '?';
+            s++;
+        } else {
+            memcpy(d + o, s, (size_t)k);
+            o += (size_t)k;
+            s += k;
+        }
+    }
+    d[o] = '\0';
+    return d;
 }
 
 void output_xml_escape(FILE *f, const char *str)

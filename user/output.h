@@ -9,7 +9,9 @@
  *
  * Files are replaced atomically: the writer fills a fresh temporary file in the destination's
  * directory (created O_EXCL|O_NOFOLLOW) and renames it over the path, so a reader never sees half
- * a file and a symlink planted at the path is replaced, never followed. "-" is stdout.
+ * a file and a symlink planted at the path is replaced, never followed. "-" (or /dev/stdout) is
+ * stdout; a FIFO or character device named directly (/dev/null, a pipe) is written in place;
+ * a directory or block device is refused.
  */
 #ifndef PYEBPF_OUTPUT_H
 #define PYEBPF_OUTPUT_H
@@ -86,6 +88,9 @@ int64_t output_sorted_children(const struct profile *p, uint32_t node, uint32_t 
 /* Writes `s` escaped for XML text/attributes, or as a JSON string body; invalid UTF-8 and control
  * characters become '?' so the file always parses. */
 void output_xml_escape(FILE *f, const char *s);
+/* A malloc'd copy of `s` with each byte that is not part of valid UTF-8 replaced by '?' (protobuf
+ * strings must be UTF-8). NULL when out of memory. */
+char *output_utf8_dup(const char *s);
 void output_json_escape(FILE *f, const char *s);
 /* Nanoseconds one sample stands for: meta.period_ns, else 1e9/frequency, else 1e9/100. */
 uint64_t output_period_ns(const struct profile *p);

@@ -4,14 +4,16 @@
  *
  *   Profile   1 sample_type: ValueType*   ("samples","count"), ("cpu","nanoseconds")
  *             2 sample: Sample*           one per distinct stack and thread
- *             4 location: Location*       one per frame (id = frame index + 1)
+ *             3 mapping: Mapping          one, "pyebpf", has_functions/filenames/line_numbers
+ *             4 location: Location*       one per frame (id = frame index + 1, mapping 1)
  *             5 function: Function*       one per (name, file)
  *             6 string_table: string*     [0] is ""
  *            10 duration_nanos  11 period_type: ValueType  12 period  13 comment: the command
  *   ValueType 1 type  2 unit              (string table indices)
  *   Sample    1 location_id: packed uint64, leaf first   2 value: packed int64   3 label: Label*
  *   Label     1 key  2 str                ("thread", "thread 812 (python3)")
- *   Location  1 id  4 line: Line*         Line 1 function_id  2 line
+ *   Mapping   1 id  5 filename  7 has_functions  8 has_filenames  9 has_line_numbers
+ *   Location  1 id  2 mapping_id  4 line: Line*     Line 1 function_id  2 line
  *   Function  1 id  2 name  3 system_name  4 filename
  *
  * Wire format: each field is key = (field << 3 | wire type) as a varint, then a varint (type 0) or
@@ -114,8 +116,21 @@ static uint32_t str_hash(const char *s)
     return h;
 }
 
-/* Index of `s` in the table, added when new; UINT32_MAX when out of memory. */
+static uint32_t str_index_clean(struct strtab *t, const char *s);
+
+/* Index of `s` in the table, added when new; UINT32_MAX when out of memory. Strings are stored
+ * as valid UTF-8 (decoders reject anything else in a proto3 string). */
 static uint32_t str_index(struct strtab *t, const char *s)
+{
+    char *clean = output_utf8_dup(s);
+    if (!clean)
+        return UINT32_MAX;
+    uint32_t i = str_index_clean(t, clean);
+    free(clean);
+    return i;
+}
+
+static uint32_t str_index_clean(struct strtab *t, const char *s)
 {
     if ((t->n + 1) * 2 > t->nslots) {
         uint32_t ns = t->nslots ? t->nslots * 2 : 256;
@@ -313,10 +328,19 @@ int pprof_write(const struct profile *p, FILE *f)
         rc = put_samples(&c, period);
     if (rc)
         goto out;
+    /* One mapping that says every location is already symbolised, so pprof tools do not try to
+     * resolve addresses (there are none: a location is a frame, not an instruction). */
+    pb_uint(&c.sub, 1, 1);
+    pb_uint(&c.sub, 5, sidx(&c, "pyebpf"));
+    pb_uint(&c.sub, 7, 1);
+    pb_uint(&c.sub, 8, 1);
+    pb_uint(&c.sub, 9, 1);
+    pb_msg(&c.out, 3, &c.sub);
     for (uint32_t i = 0; i < p->nframes; i++) {
         if (!c.loc_fn[i])
             continue;
         pb_uint(&c.sub, 1, (uint64_t)i + 1);
+        pb_uint(&c.sub, 2, 1);
         pb_uint(&c.sub2, 1, c.loc_fn[i]);
         pb_uint(&c.sub2, 2, p->frames[i].line);
         pb_msg(&c.sub, 4, &c.sub2);

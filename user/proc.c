@@ -7,8 +7,9 @@
  * The vDSO is read from the target's memory (/proc/PID/mem); when that is refused, the
  * collector's own vDSO is used: same kernel, same image.
  *
- * Strings handed out (symbol and module names) stay valid until proc_close: refreshed mappings
- * keep the old ones in a retired list instead of freeing them.
+ * Strings handed out stay valid until proc_close with memory bounded by what is distinct: module
+ * paths are interned, JIT names are interned by jitsyms, and files that leave the mappings stay
+ * referenced (their symbol names point into them) in a list of former files.
  */
 #include "proc.h"
 
@@ -24,6 +25,7 @@
 #include "elfsym.h"
 #include "jitsyms.h"
 #include "maps.h"
+#include "strpool.h"
 #include "unwind.h"
 
 enum { MOD_UNLOADED = 0, MOD_OK, MOD_FAILED };
@@ -34,23 +36,29 @@ struct mod {
     int state;
 };
 
-struct retired {
-    struct retired *next;
-    struct maps maps;
-    struct mod *mods;
+/* Symbolised addresses, direct-mapped; a refresh or JIT reload bumps `sym_gen`, which empties it. */
+#define SYMCACHE_BITS 10
+struct symslot {
+    uint64_t ip;
+    uint64_t gen;
+    struct symres r;
 };
 
 struct proc {
     pid_t pid;
     char root[32];
     struct maps maps;
-    struct mod *mods; /* parallel to maps.v */
-    struct retired *retired;
+    struct mod *mods;         /* parallel to maps.v */
+    struct strpool paths;     /* module paths handed out */
+    struct elf_file **former; /* files once mapped, one reference each */
+    size_t nformer;
     struct jitsyms *jit;
     struct unwind_cache *ucache;
     uint64_t last_refresh_ns, last_jit_ns;
     const struct map_entry *last; /* the mapping found last: frames cluster in few modules */
     struct proc_stats stats;
+    struct symslot syms[1u << SYMCACHE_BITS];
+    uint64_t sym_gen;       /* starts at 1: zeroed slots never match */
     bool counted;           /* holds a use of shared_cache */
     int mem_fd;             /* /proc/PID/mem, read-only: JIT code shapes, the vDSO */
     struct cfi_table tramp; /* CFI of the known trampolines (below) */
@@ -153,13 +161,10 @@ void proc_close(struct proc *p)
         return;
     mods_put(p->mods, p->maps.n);
     maps_free(&p->maps);
-    while (p->retired) {
-        struct retired *r = p->retired;
-        p->retired = r->next;
-        mods_put(r->mods, r->maps.n);
-        maps_free(&r->maps);
-        free(r);
-    }
+    for (size_t i = 0; i < p->nformer; i++)
+        elfsym_put(p->former[i]);
+    free(p->former);
+    strpool_free(&p->paths);
     jitsyms_free(p->jit);
     if (p->tramp_ok)
         cfi_table_free(&p->tramp);
@@ -179,6 +184,48 @@ static bool same_file(const struct map_entry *a, const struct map_entry *b)
            a->deleted == b->deleted && !strcmp(a->path, b->path);
 }
 
+/* Re-reads the JIT files; tables of replaced files are gone, and with them cached rows. */
+static int load_jit(struct proc *p)
+{
+    int r = jitsyms_load(p->jit, p->pid, &p->maps, p->root);
+    if (r > 0) {
+        unwind_cache_clear(p->ucache);
+        p->sym_gen++;
+    }
+    return r == -ENOMEM ? r : 0;
+}
+
+static bool same_maps(const struct maps *a, const struct maps *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++) {
+        const struct map_entry *x = &a->v[i], *y = &b->v[i];
+        /* paths are interned: equal strings are equal pointers */
+        if (x->start != y->start || x->end != y->end || x->offset != y->offset || x->inode != y->inode ||
+            x->prot != y->prot || x->deleted != y->deleted || x->path != y->path)
+            return false;
+    }
+    return true;
+}
+
+/* Keeps the reference a dropped mapping held, once per file. */
+static void keep_former(struct proc *p, struct elf_file *f)
+{
+    for (size_t i = 0; i < p->nformer; i++)
+        if (p->former[i] == f) {
+            elfsym_put(f);
+            return;
+        }
+    void *v = realloc(p->former, (p->nformer + 1) * sizeof(*p->former));
+    if (!v) {
+        /* out of memory: keep the reference without remembering it (a leak, not a dangle) */
+        return;
+    }
+    p->former = v;
+    p->former[p->nformer++] = f;
+}
+
 int proc_refresh(struct proc *p)
 {
     struct maps m;
@@ -186,12 +233,26 @@ int proc_refresh(struct proc *p)
     if (err)
         return err;
     struct mod *mods = calloc(m.n ? m.n : 1, sizeof(*mods));
-    struct retired *r = calloc(1, sizeof(*r));
-    if (!mods || !r) {
-        free(mods);
-        free(r);
+    if (!mods) {
         maps_free(&m);
         return -ENOMEM;
+    }
+    for (size_t i = 0; i < m.n; i++) {
+        const char *s = strpool_intern(&p->paths, m.v[i].path);
+        if (!s) {
+            free(mods);
+            maps_free(&m);
+            return -ENOMEM;
+        }
+        m.v[i].path = s;
+    }
+    p->last_refresh_ns = p->last_jit_ns = now_ns();
+    p->stats.refreshes++;
+    if (p->mods && same_maps(&m, &p->maps)) {
+        /* Nothing moved: keep the loaded files and the caches. */
+        free(mods);
+        maps_free(&m);
+        return load_jit(p);
     }
     /* Carry loaded files over to mappings that did not change (both lists are sorted). */
     for (size_t i = 0, j = 0; i < m.n && j < p->maps.n;) {
@@ -211,17 +272,16 @@ int proc_refresh(struct proc *p)
             j++;
         }
     }
-    r->maps = p->maps;
-    r->mods = p->mods;
-    r->next = p->retired;
-    p->retired = r;
+    for (size_t j = 0; j < p->maps.n; j++)
+        if (p->mods[j].file)
+            keep_former(p, p->mods[j].file);
+    free(p->mods);
+    maps_free(&p->maps);
     p->maps = m;
     p->mods = mods;
     p->last = NULL;
-    p->last_refresh_ns = p->last_jit_ns = now_ns();
-    p->stats.refreshes++;
-    err = jitsyms_load(p->jit, p->pid, &p->maps, p->root);
-    return err == -ENOMEM ? err : 0;
+    p->sym_gen++;
+    return load_jit(p);
 }
 
 /* -- Loading a mapping's file -------------------------------------------------------------- */
@@ -400,14 +460,14 @@ static struct jitsym *find_jit(struct proc *p, uint64_t ip, const struct map_ent
         return NULL;
     p->last_jit_ns = now;
     p->stats.jit_reloads++;
-    if (jitsyms_load(p->jit, p->pid, &p->maps, p->root) < 0)
+    if (load_jit(p) < 0)
         return NULL;
     return jitsyms_find(p->jit, ip);
 }
 
 /* -- Symbols ------------------------------------------------------------------------------- */
 
-int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out)
+static int symbolize(struct proc *p, uint64_t ip, struct symres *out)
 {
     memset(out, 0, sizeof(*out));
     out->kind = FRAME_NATIVE;
@@ -437,6 +497,25 @@ int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out)
         out->kind = FRAME_JIT; /* anonymous executable memory: JIT code nobody named */
     }
     return 0;
+}
+
+int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out)
+{
+    struct symslot *s = &p->syms[(ip * 0x9e3779b97f4a7c15ull) >> (64 - SYMCACHE_BITS)];
+    if (s->ip == ip && s->gen == p->sym_gen) {
+        p->stats.sym_hits++;
+        *out = s->r;
+        return 0;
+    }
+    p->stats.sym_misses++;
+    int err = symbolize(p, ip, out);
+    /* Unnamed code in anonymous memory may be published later: not cached. */
+    if (!err && (out->name || out->kind != FRAME_JIT)) {
+        s->ip = ip;
+        s->gen = p->sym_gen;
+        s->r = *out;
+    }
+    return err;
 }
 
 int proc_symbolize_ret(struct proc *p, uint64_t ret, struct symres *out)

@@ -59,6 +59,7 @@ int proc_format(const struct symres *r, char *buf, size_t size);
 struct proc_stats {
     uint64_t refreshes, files_opened, jit_regions, jit_reloads;
     uint64_t unwinds, frames, row_hits, row_misses, fp_steps, dwarf_steps;
+    uint64_t sym_hits, sym_misses; /* proc_symbolize's cache */
 };
 void proc_get_stats(const struct proc *p, struct proc_stats *out);
 

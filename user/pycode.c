@@ -7,21 +7,21 @@
 
 #include "linetable.h"
 
-#define NAME_MAX_CHARS  1024       /* longer qualnames and filenames are cut */
-#define LINETABLE_MAX   (1u << 20) /* larger tables are refused as absurd */
-#define CODE_CACHE_MAX  (1u << 18) /* entries before the cache starts over */
-#define FIN_CACHE_MAX   (1u << 20)
-#define FETCH_MAX       256        /* new code objects fetched per sample */
+#define NAME_MAX_CHARS 1024       /* longer qualnames and filenames are cut */
+#define LINETABLE_MAX  (1u << 20) /* larger tables are refused as absurd */
+#define CODE_CACHE_MAX (1u << 18) /* entries before the cache starts over */
+#define FIN_CACHE_MAX  (1u << 20)
+#define FETCH_MAX      256 /* new code objects fetched per sample */
 
 enum code_state { CODE_EMPTY = 0, CODE_HEADER, CODE_FILLED };
 
 struct code_entry {
-    uint64_t addr;    /* 0: free slot */
+    uint64_t addr;       /* 0: free slot */
     uint64_t checked;    /* sample whose header read validated this entry */
     uint64_t checked_ns; /* and when */
-    uint32_t id;      /* key for finished frames; new for every fill */
+    uint32_t id;         /* key for finished frames; new for every fill */
     enum code_state state;
-    bool bad;         /* header unreadable or not a code object in this sample */
+    bool bad; /* header unreadable or not a code object in this sample */
     int32_t firstlineno;
     char *qualname, *filename;
     struct linetable lt;
@@ -218,8 +218,7 @@ void pycode_begin(struct pycode *c, uint64_t now_ns)
 /* Validated in this sample, or recently enough under the trust window. */
 static bool fresh(const struct pycode *c, const struct code_entry *e)
 {
-    return e->checked == c->sample ||
-           (c->trust_ns && e->checked && c->now_ns - e->checked_ns < c->trust_ns);
+    return e->checked == c->sample || (c->trust_ns && e->checked && c->now_ns - e->checked_ns < c->trust_ns);
 }
 
 /* -- Validation ---------------------------------------------------------------------------------- */
@@ -404,9 +403,8 @@ static void fetch(struct pycode *c, struct code_entry **todo, size_t n)
         memcpy(&fl, e->hdr + (L->co_firstlineno - L->co_hdr_start), 4);
         e->firstlineno = (int32_t)fl;
         e->qualname = bufs[3 * i] && segs[3 * i].ok ? decode_str(&plans[3 * i], bufs[3 * i]) : NULL;
-        e->filename = bufs[3 * i + 1] && segs[3 * i + 1].ok
-                          ? decode_str(&plans[3 * i + 1], bufs[3 * i + 1])
-                          : NULL;
+        e->filename =
+            bufs[3 * i + 1] && segs[3 * i + 1].ok ? decode_str(&plans[3 * i + 1], bufs[3 * i + 1]) : NULL;
         e->lt = (struct linetable){.firstlineno = e->firstlineno};
         if (bufs[3 * i + 2] && segs[3 * i + 2].ok &&
             linetable_decode(&e->lt, bufs[3 * i + 2], plans[3 * i + 2].len, e->firstlineno) != 0)
@@ -459,8 +457,7 @@ static void resolve(struct pycode *c, const struct pystack_raw *raw, size_t n)
         if (!hdrs)
             return;
         for (size_t i = 0; i < nneed; i++)
-            segs[i] = REMOTE_SEG(need[i]->addr + L->co_hdr_start,
-                                          hdrs + i * L->co_hdr_size, L->co_hdr_size);
+            segs[i] = REMOTE_SEG(need[i]->addr + L->co_hdr_start, hdrs + i * L->co_hdr_size, L->co_hdr_size);
         int rc = remote_readv(c->r, segs, nneed, true);
         for (size_t i = 0; i < nneed; i++) {
             if (rc >= 0 && segs[i].ok) {
@@ -500,9 +497,10 @@ static uint32_t frame_of(struct pycode *c, const struct pystack_raw *raw)
     }
     /* Offset in code units of the instruction running (3.11/3.12: prev_instr, which starts one
      * unit before the code; 3.13: instr_ptr). */
-    int64_t off = ((int64_t)raw->instr - (int64_t)(raw->code + L->co_code_adaptive)) / 2;
-    if (off < -1 || off > (int64_t)UINT32_MAX - 2)
-        off = -1;
+    const uint64_t start = raw->code + L->co_code_adaptive;
+    int64_t off = -1; /* before the first instruction, or absurd: co_firstlineno */
+    if (raw->instr >= start && (raw->instr - start) / 2 < UINT32_MAX - 2)
+        off = (int64_t)((raw->instr - start) / 2);
     uint64_t key = (uint64_t)e->id << 32 | (uint64_t)(off + 1);
     uint32_t frame;
     if (fin_lookup(c, key, &frame) == 0) {
@@ -511,16 +509,15 @@ static uint32_t frame_of(struct pycode *c, const struct pystack_raw *raw)
     }
     c->st->fin_misses++;
     int32_t line = linetable_line(&e->lt, off);
-    int64_t f = profile_frame(c->prof, FRAME_PYTHON, e->qualname, e->filename,
-                              line > 0 ? (uint32_t)line : 0);
+    int64_t f = profile_frame(c->prof, FRAME_PYTHON, e->qualname, e->filename, line > 0 ? (uint32_t)line : 0);
     if (f < 0)
         return (uint32_t)c->unknown_frame;
     fin_insert(c, key, (uint32_t)f);
     return (uint32_t)f;
 }
 
-int pycode_symbolize(struct pycode *c, const struct pystack_raw *raw, size_t n,
-                     struct pystack_frame *out, size_t max, bool complete)
+int pycode_symbolize(struct pycode *c, const struct pystack_raw *raw, size_t n, struct pystack_frame *out,
+                     size_t max, bool complete)
 {
     const struct pyrt_layout *L = &c->rt->L;
     size_t k = 0;

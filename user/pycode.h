@@ -34,7 +34,7 @@ bool pycode_checked(const struct pycode *c, uint64_t addr);
 
 /* Symbolises raw frames leaf first (shims dropped, entry flags set); `complete` says the chain
  * reached its root (the root-most frame then ends an eval-loop call). Returns frames written. */
-int pycode_symbolize(struct pycode *c, const struct pystack_raw *raw, size_t n,
-                     struct pystack_frame *out, size_t max, bool complete);
+int pycode_symbolize(struct pycode *c, const struct pystack_raw *raw, size_t n, struct pystack_frame *out,
+                     size_t max, bool complete);
 
 #endif

@@ -20,26 +20,60 @@
 
 static const struct pyrt_layout layout_311 = {
     .rt_interpreters_head = 40,
-    .is_next = 0, .is_threads_head = 16,
-    .ts_next = 8, .ts_interp = 16, .ts_native_thread_id = 160, .ts_cframe = 56,
+    .is_next = 0,
+    .is_threads_head = 16,
+    .ts_next = 8,
+    .ts_interp = 16,
+    .ts_native_thread_id = 160,
+    .ts_cframe = 56,
     .cf_current_frame = 8,
-    .f_code = 32, .f_previous = 48, .f_instr = 56, .f_owner = 69, .f_is_entry = 68,
-    .co_firstlineno = 72, .co_filename = 112, .co_name = 120, .co_qualname = 128,
-    .co_linetable = 136, .co_code_adaptive = 184,
-    .ob_type = 8, .var_ob_size = 16, .bytes_ob_sval = 32,
-    .str_length = 16, .str_state = 32, .str_ascii_data = 48, .str_compact_data = 72,
+    .f_code = 32,
+    .f_previous = 48,
+    .f_instr = 56,
+    .f_owner = 69,
+    .f_is_entry = 68,
+    .co_firstlineno = 72,
+    .co_filename = 112,
+    .co_name = 120,
+    .co_qualname = 128,
+    .co_linetable = 136,
+    .co_code_adaptive = 184,
+    .ob_type = 8,
+    .var_ob_size = 16,
+    .bytes_ob_sval = 32,
+    .str_length = 16,
+    .str_state = 32,
+    .str_ascii_data = 48,
+    .str_compact_data = 72,
 };
 
 static const struct pyrt_layout layout_312 = {
     .rt_interpreters_head = 40,
-    .is_next = 0, .is_threads_head = 72,
-    .ts_next = 8, .ts_interp = 16, .ts_native_thread_id = 144, .ts_cframe = 56,
+    .is_next = 0,
+    .is_threads_head = 72,
+    .ts_next = 8,
+    .ts_interp = 16,
+    .ts_native_thread_id = 144,
+    .ts_cframe = 56,
     .cf_current_frame = 0,
-    .f_code = 0, .f_previous = 8, .f_instr = 56, .f_owner = 70, .f_is_entry = -1,
-    .co_firstlineno = 68, .co_filename = 112, .co_name = 120, .co_qualname = 128,
-    .co_linetable = 136, .co_code_adaptive = 192,
-    .ob_type = 8, .var_ob_size = 16, .bytes_ob_sval = 32,
-    .str_length = 16, .str_state = 32, .str_ascii_data = 40, .str_compact_data = 56,
+    .f_code = 0,
+    .f_previous = 8,
+    .f_instr = 56,
+    .f_owner = 70,
+    .f_is_entry = -1,
+    .co_firstlineno = 68,
+    .co_filename = 112,
+    .co_name = 120,
+    .co_qualname = 128,
+    .co_linetable = 136,
+    .co_code_adaptive = 192,
+    .ob_type = 8,
+    .var_ob_size = 16,
+    .bytes_ob_sval = 32,
+    .str_length = 16,
+    .str_state = 32,
+    .str_ascii_data = 40,
+    .str_compact_data = 56,
 };
 
 /* -- _Py_DebugOffsets of 3.13 -------------------------------------------------------------------
@@ -62,29 +96,51 @@ static const struct pyrt_layout layout_312 = {
 struct debug_offsets_313 {
     char cookie[8];
     uint64_t version, free_threaded;
-    struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
+    struct {
+        uint64_t size, finalizing, interpreters_head;
+    } runtime_state;
     struct {
         uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins, ceval_gil,
             gil_runtime_state, gil_enabled, gil_locked, gil_holder;
     } interpreter_state;
     struct {
-        uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
-            datastack_chunk, status;
+        uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id, datastack_chunk,
+            status;
     } thread_state;
-    struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
     struct {
-        uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
-            localsplusnames, localspluskinds, co_code_adaptive;
+        uint64_t size, previous, executable, instr_ptr, localsplus, owner;
+    } interpreter_frame;
+    struct {
+        uint64_t size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames,
+            localspluskinds, co_code_adaptive;
     } code_object;
-    struct { uint64_t size, ob_type; } pyobject;
-    struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
-    struct { uint64_t size, ob_item, ob_size; } tuple_object, list_object;
-    struct { uint64_t size, ma_keys, ma_values; } dict_object;
-    struct { uint64_t size, ob_fval; } float_object;
-    struct { uint64_t size, lv_tag, ob_digit; } long_object;
-    struct { uint64_t size, ob_size, ob_sval; } bytes_object;
-    struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
-    struct { uint64_t size, collecting; } gc;
+    struct {
+        uint64_t size, ob_type;
+    } pyobject;
+    struct {
+        uint64_t size, tp_name, tp_repr, tp_flags;
+    } type_object;
+    struct {
+        uint64_t size, ob_item, ob_size;
+    } tuple_object, list_object;
+    struct {
+        uint64_t size, ma_keys, ma_values;
+    } dict_object;
+    struct {
+        uint64_t size, ob_fval;
+    } float_object;
+    struct {
+        uint64_t size, lv_tag, ob_digit;
+    } long_object;
+    struct {
+        uint64_t size, ob_size, ob_sval;
+    } bytes_object;
+    struct {
+        uint64_t size, state, length, asciiobject_size;
+    } unicode_object;
+    struct {
+        uint64_t size, collecting;
+    } gc;
 };
 _Static_assert(sizeof(struct debug_offsets_313) == 584, "3.13 _Py_DebugOffsets is 584 bytes");
 
@@ -100,7 +156,10 @@ static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
     return rc;
 }
 
-static uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static uint32_t max_u32(uint32_t a, uint32_t b)
+{
+    return a > b ? a : b;
+}
 
 /* An offset from _Py_DebugOffsets that must point inside a structure of `size` bytes. */
 static bool off_ok(uint64_t off, uint64_t width, uint64_t size)
@@ -117,53 +176,45 @@ static void derive_sizes(struct pyrt_layout *L)
     L->f_read_size = max_u32(L->f_read_size, L->f_owner + 1);
     if (L->f_is_entry >= 0)
         L->f_read_size = max_u32(L->f_read_size, (uint32_t)L->f_is_entry + 1);
-    uint32_t end = L->co_firstlineno + 4;
-    end = max_u32(end, L->co_filename + 8);
-    end = max_u32(end, L->co_name + 8);
-    end = max_u32(end, L->co_qualname + 8);
-    end = max_u32(end, L->co_linetable + 8);
-    end = max_u32(end, L->ob_type + 8);
-    /* The read starts at the lowest field: a table from the target may put ob_type after the
-     * code fields, and end - ob_type must not wrap. */
-    uint32_t start = L->ob_type;
-    const uint32_t fields[] = {L->co_firstlineno, L->co_filename, L->co_name, L->co_qualname,
-                               L->co_linetable};
-    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-        start = fields[i] < start ? fields[i] : start;
+    /* One header read covers ob_type and the code fields, whatever their order. */
+    uint32_t end = L->co_firstlineno + 4, start = L->co_firstlineno;
+    const uint32_t ptrs[] = {L->ob_type, L->co_filename, L->co_name, L->co_qualname, L->co_linetable};
+    for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++) {
+        end = max_u32(end, ptrs[i] + 8);
+        start = ptrs[i] < start ? ptrs[i] : start;
+    }
     L->co_hdr_start = start;
     L->co_hdr_size = end - start;
 }
 
-static int layout_from_debug_offsets(struct pyrt_layout *L, const struct debug_offsets_313 *d,
-                                     char *err, size_t errlen)
+static void derive_sizes(struct pyrt_layout *L);
+
+static int layout_from_debug_offsets(struct pyrt_layout *L, const struct debug_offsets_313 *d, char *err,
+                                     size_t errlen)
 {
     if (memcmp(d->cookie, "xdebugpy", 8) != 0)
         return fail(err, errlen, -EPROTO, "_PyRuntime does not start with the _Py_DebugOffsets cookie");
     if (d->free_threaded)
         return fail(err, errlen, -ENOTSUP,
                     "free-threaded CPython builds are not supported (tagged frame pointers)");
-    const uint64_t ts = d->thread_state.size, fr = d->interpreter_frame.size,
-                   co = d->code_object.size, is = d->interpreter_state.size;
-    bool ok = off_ok(d->runtime_state.interpreters_head, 8, d->runtime_state.size) &&
-              off_ok(d->interpreter_state.next, 8, is) &&
-              off_ok(d->interpreter_state.threads_head, 8, is) &&
-              off_ok(d->thread_state.next, 8, ts) && off_ok(d->thread_state.interp, 8, ts) &&
-              off_ok(d->thread_state.current_frame, 8, ts) &&
-              off_ok(d->thread_state.native_thread_id, 8, ts) &&
-              off_ok(d->interpreter_frame.previous, 8, fr) &&
-              off_ok(d->interpreter_frame.executable, 8, fr) &&
-              off_ok(d->interpreter_frame.instr_ptr, 8, fr) &&
-              off_ok(d->interpreter_frame.owner, 1, fr) &&
-              off_ok(d->code_object.filename, 8, co) && off_ok(d->code_object.name, 8, co) &&
-              off_ok(d->code_object.qualname, 8, co) && off_ok(d->code_object.linetable, 8, co) &&
-              off_ok(d->code_object.firstlineno, 4, co) &&
-              off_ok(d->code_object.co_code_adaptive, 0, co + 1) &&
-              off_ok(d->pyobject.ob_type, 8, d->pyobject.size) &&
-              off_ok(d->bytes_object.ob_size, 8, d->bytes_object.size) &&
-              off_ok(d->bytes_object.ob_sval, 0, d->bytes_object.size) &&
-              off_ok(d->unicode_object.state, 4, d->unicode_object.size) &&
-              off_ok(d->unicode_object.length, 8, d->unicode_object.size) &&
-              d->unicode_object.asciiobject_size <= 256;
+    const uint64_t ts = d->thread_state.size, fr = d->interpreter_frame.size, co = d->code_object.size,
+                   is = d->interpreter_state.size;
+    bool ok =
+        off_ok(d->runtime_state.interpreters_head, 8, d->runtime_state.size) &&
+        off_ok(d->interpreter_state.next, 8, is) && off_ok(d->interpreter_state.threads_head, 8, is) &&
+        off_ok(d->thread_state.next, 8, ts) && off_ok(d->thread_state.interp, 8, ts) &&
+        off_ok(d->thread_state.current_frame, 8, ts) && off_ok(d->thread_state.native_thread_id, 8, ts) &&
+        off_ok(d->interpreter_frame.previous, 8, fr) && off_ok(d->interpreter_frame.executable, 8, fr) &&
+        off_ok(d->interpreter_frame.instr_ptr, 8, fr) && off_ok(d->interpreter_frame.owner, 1, fr) &&
+        off_ok(d->code_object.filename, 8, co) && off_ok(d->code_object.name, 8, co) &&
+        off_ok(d->code_object.qualname, 8, co) && off_ok(d->code_object.linetable, 8, co) &&
+        off_ok(d->code_object.firstlineno, 4, co) && off_ok(d->code_object.co_code_adaptive, 0, co + 1) &&
+        off_ok(d->pyobject.ob_type, 8, d->pyobject.size) &&
+        off_ok(d->bytes_object.ob_size, 8, d->bytes_object.size) &&
+        off_ok(d->bytes_object.ob_sval, 0, d->bytes_object.size) &&
+        off_ok(d->unicode_object.state, 4, d->unicode_object.size) &&
+        off_ok(d->unicode_object.length, 8, d->unicode_object.size) &&
+        d->unicode_object.asciiobject_size <= 256;
     if (!ok)
         return fail(err, errlen, -EPROTO, "_Py_DebugOffsets holds offsets outside their structs");
     L->rt_interpreters_head = (uint32_t)d->runtime_state.interpreters_head;
@@ -304,8 +355,9 @@ static int find_runtime(struct pyrt *rt, struct found *f, Elf **e, int *fd, stru
             uint64_t s, en, off;
             char perms[8];
             int pos = 0;
-            if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &s, &en, perms,
-                       &off, &pos) < 4 || !pos)
+            if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &s, &en, perms, &off,
+                       &pos) < 4 ||
+                !pos)
                 continue;
             char *path = line + pos;
             path[strcspn(path, "\n")] = 0;
@@ -329,8 +381,9 @@ static int find_runtime(struct pyrt *rt, struct found *f, Elf **e, int *fd, stru
             size_t cap = 0;
             while (fgets(line, sizeof(line), fp)) {
                 pos = 0;
-                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &s, &en,
-                           perms, &off, &pos) < 4 || !pos)
+                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &s, &en, perms, &off,
+                           &pos) < 4 ||
+                    !pos)
                     continue;
                 path = line + pos;
                 path[strcspn(path, "\n")] = 0;
@@ -365,8 +418,7 @@ static int check_target(struct pyrt *rt, struct remote *r, char *err, size_t err
         uint64_t basicsize = 0, name_ptr = 0;
         char name[8] = {0};
         if (remote_read(r, rt->code_type + TP_BASICSIZE, &basicsize, 8) ||
-            remote_read(r, rt->code_type + TP_NAME, &name_ptr, 8) ||
-            remote_read(r, name_ptr, name, 5))
+            remote_read(r, rt->code_type + TP_NAME, &name_ptr, 8) || remote_read(r, name_ptr, name, 5))
             return fail(err, errlen, -EPROTO, "cannot read PyCode_Type of the target");
         if (strcmp(name, "code") != 0 || basicsize != L->co_code_adaptive)
             return fail(err, errlen, -EPROTO,
@@ -386,33 +438,6 @@ static int check_target(struct pyrt *rt, struct remote *r, char *err, size_t err
                         rt->version, ts, interp);
     }
     return 0;
-}
-
-int pyrt_layout_from_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len,
-                                   uint32_t hex, const char *version, char *err, size_t errlen)
-{
-    struct debug_offsets_313 d;
-    if (len < sizeof(d))
-        return fail(err, errlen, -EPROTO, "Python %s: _Py_DebugOffsets is cut short", version);
-    memcpy(&d, buf, sizeof(d));
-    if (memcmp(d.cookie, "xdebugpy", 8) != 0)
-        return fail(err, errlen, -EPROTO, "Python %s: _PyRuntime lacks the xdebugpy cookie",
-                    version);
-    if ((d.version >> 16) != (hex >> 16))
-        return fail(err, errlen, -EPROTO,
-                    "Python %s: _Py_DebugOffsets is for version 0x%" PRIx64 ", not 0x%x",
-                    version, d.version, hex);
-    if (((hex >> 16) & 0xff) > 13)
-        return fail(err, errlen, -ENOTSUP,
-                    "Python %s: its _Py_DebugOffsets layout (version 0x%" PRIx64
-                    ") is newer than this reader knows (3.13); refusing rather than guessing",
-                    version, d.version);
-    int rc = layout_from_debug_offsets(L, &d, err, errlen);
-    if (rc == 0) {
-        L->free_threaded = d.free_threaded != 0;
-        derive_sizes(L);
-    }
-    return rc;
 }
 
 int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t errlen)
@@ -440,27 +465,23 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
     rt->code_type = to_target(e, maps, nmaps, f.codetype_vaddr);
     uint64_t version_addr = to_target(e, maps, nmaps, f.version_vaddr);
     if (!rt->runtime_addr) {
-        rc = fail(err, errlen, -ENOENT, "%s: _PyRuntime is not mapped in process %d", rt->path,
-                  (int)pid);
+        rc = fail(err, errlen, -ENOENT, "%s: _PyRuntime is not mapped in process %d", rt->path, (int)pid);
         goto out;
     }
     uint32_t hex = 0;
     if (!version_addr) {
         rc = fail(err, errlen, -ENOTSUP,
-                  "%s: no Py_Version symbol: Python 3.10 or older, not supported (3.11+ needed)",
-                  rt->path);
+                  "%s: no Py_Version symbol: Python 3.10 or older, not supported (3.11+ needed)", rt->path);
         goto out;
     }
     if ((rc = remote_read(r, version_addr, &hex, 4)) != 0) {
-        rc = fail(err, errlen, rc, "process %d: cannot read Py_Version (%s)", (int)pid,
-                  strerror(-rc));
+        rc = fail(err, errlen, rc, "process %d: cannot read Py_Version (%s)", (int)pid, strerror(-rc));
         goto out;
     }
     unsigned major = hex >> 24, minor = (hex >> 16) & 0xff;
     snprintf(rt->version, sizeof(rt->version), "%u.%u.%u", major, minor, (hex >> 8) & 0xff);
     if (major != 3 || minor < 11) {
-        rc = fail(err, errlen, -ENOTSUP, "Python %s is not supported (3.11, 3.12, 3.13 are)",
-                  rt->version);
+        rc = fail(err, errlen, -ENOTSUP, "Python %s is not supported (3.11, 3.12, 3.13 are)", rt->version);
         goto out;
     }
     if (minor == 11) {
@@ -473,9 +494,26 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
             rc = fail(err, errlen, rc, "process %d: cannot read _Py_DebugOffsets", (int)pid);
             goto out;
         }
-        if ((rc = pyrt_layout_from_debug_offsets(&rt->L, &d, sizeof(d), hex, rt->version, err,
-                                                 errlen)) != 0)
+        if (memcmp(d.cookie, "xdebugpy", 8) != 0) {
+            rc = fail(err, errlen, -EPROTO, "Python %s: _PyRuntime lacks the xdebugpy cookie", rt->version);
             goto out;
+        }
+        if ((d.version >> 16) != (hex >> 16)) {
+            rc = fail(err, errlen, -EPROTO,
+                      "Python %s: _Py_DebugOffsets is for version 0x%" PRIx64 ", not 0x%x", rt->version,
+                      d.version, hex);
+            goto out;
+        }
+        if (minor > 13) {
+            rc = fail(err, errlen, -ENOTSUP,
+                      "Python %s: its _Py_DebugOffsets layout (version 0x%" PRIx64
+                      ") is newer than this reader knows (3.13); refusing rather than guessing",
+                      rt->version, d.version);
+            goto out;
+        }
+        if ((rc = layout_from_debug_offsets(&rt->L, &d, err, errlen)) != 0)
+            goto out;
+        rt->L.free_threaded = d.free_threaded != 0;
     }
     rt->L.version_hex = hex;
     rt->L.major = major;
@@ -488,6 +526,21 @@ out:
     if (fd >= 0)
         close(fd);
     free(maps);
+    return rc;
+}
+
+int pyrt_layout_from_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, char *err,
+                                   size_t errlen)
+{
+    struct debug_offsets_313 d;
+
+    if (len < sizeof(d))
+        return fail(err, errlen, -EPROTO, "_Py_DebugOffsets: %zu bytes, 3.13 has %zu", len, sizeof(d));
+    memcpy(&d, buf, sizeof(d));
+    memset(L, 0, sizeof(*L));
+    int rc = layout_from_debug_offsets(L, &d, err, errlen);
+    if (rc == 0)
+        derive_sizes(L);
     return rc;
 }
 

@@ -39,8 +39,7 @@ struct pyrt_layout {
     /* PyInterpreterState */
     uint32_t is_next, is_threads_head;
     /* PyThreadState: ts_cframe is 0 when the top frame sits in the thread state (3.13+) */
-    uint32_t ts_next, ts_interp, ts_native_thread_id, ts_cframe, cf_current_frame,
-        ts_current_frame;
+    uint32_t ts_next, ts_interp, ts_native_thread_id, ts_cframe, cf_current_frame, ts_current_frame;
     uint32_t ts_read_size; /* bytes covering every field above */
     /* _PyInterpreterFrame; f_is_entry is -1 when the version has none (3.12+) */
     uint32_t f_code, f_previous, f_instr, f_owner;
@@ -56,11 +55,11 @@ struct pyrt_layout {
 
 struct pyrt {
     pid_t pid;
-    char path[4096];        /* the mapped file holding the runtime (python or libpython) */
-    bool shared_lib;        /* libpython*.so rather than the executable */
-    uint64_t runtime_addr;  /* _PyRuntime */
-    uint64_t code_type;     /* &PyCode_Type in the target (0 when unknown) */
-    char version[32];       /* "3.11.7" */
+    char path[4096];       /* the mapped file holding the runtime (python or libpython) */
+    bool shared_lib;       /* libpython*.so rather than the executable */
+    uint64_t runtime_addr; /* _PyRuntime */
+    uint64_t code_type;    /* &PyCode_Type in the target (0 when unknown) */
+    char version[32];      /* "3.11.7" */
     struct pyrt_layout L;
 };
 
@@ -69,12 +68,10 @@ struct pyrt {
  * this reader does not support, -EPROTO a layout check failed. */
 int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t errlen);
 
-/* Checks a 3.13+ _Py_DebugOffsets image (the first `len` bytes of _PyRuntime of a target whose
- * Py_Version is `hex`, named `version` in messages) and fills the offsets and read sizes of L
- * from it, as pyrt_attach does. 0, -EPROTO (bad cookie, version or offsets) or -ENOTSUP (newer layout,
- * free-threaded build), with one line in err. */
-int pyrt_layout_from_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len,
-                                   uint32_t hex, const char *version, char *err, size_t errlen);
+/* Checks a 3.13 _Py_DebugOffsets image (`len` bytes) and fills the layout from it; every offset
+ * must lie inside the size its struct declares. -EPROTO (and why, in err) otherwise. */
+int pyrt_layout_from_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, char *err,
+                                   size_t errlen);
 
 /* Address of the first interpreter (the main one); 0 before initialisation. */
 int pyrt_first_interp(const struct pyrt *rt, struct remote *r, uint64_t *interp);

@@ -9,34 +9,55 @@
 
 #include "pycode.h"
 
-#define MAX_INTERPS      64
-#define MAX_THREADS      8192
-#define MAX_PRED_CODES   64   /* code headers re-read with the prediction */
-#define FRAME_BUF        128  /* bytes; f_read_size is ~72 */
+#define MAX_INTERPS    64
+#define MAX_THREADS    8192
+#define MAX_PRED_CODES 64 /* code headers re-read with the prediction */
+#define RECENT_CODES   8  /* ... of which codes no longer on the stack */
+/* No user-space address reaches this (x86-64 and aarch64 use 47 or 48 bits); frame addresses at
+ * or above it end a chain before any arithmetic on them can wrap. */
+#define USER_ADDR_END (1ull << 56)
+#define FRAME_BUF     128 /* bytes; f_read_size is ~72 */
 /* Predicted frames closer than this in memory are read as one range: frames of one thread sit
  * next to each other in its data stack, a few locals apart, and one iovec costs less than two. */
-#define COALESCE_GAP     256
+#define COALESCE_GAP 256
+/* The run holding the leaf frame also covers up to this many bytes above it, never past the end
+ * of the leaf's page: frames pushed since the last sample land there (data stacks grow up). */
+#define SPEC_WINDOW      1024
+#define NOT_PYTHON_SLOTS 64 /* tids recently found without a thread state */
+#define NOT_PYTHON_NS    1000000000ull
 
 /* What the thread's previous sample saw: read again first, in one call. */
 struct thread_slot {
     pid_t tid;
     uint64_t tstate;
-    uint64_t cframe;         /* 3.11/3.12: tstate->cframe */
-    uint64_t *frames;        /* frame addresses, leaf first, shims included */
+    uint64_t interp;  /* the interpreter whose list held it */
+    uint64_t cframe;  /* 3.11/3.12: tstate->cframe */
+    uint64_t *frames; /* frame addresses, leaf first, shims included */
     uint32_t nframes;
     uint64_t codes[MAX_PRED_CODES]; /* distinct code objects of those frames */
     uint32_t ncodes;
 };
 
+struct nonpy {
+    pid_t tid;
+    uint64_t since_ns;
+};
+
 struct pystack {
     uint64_t last_refresh_ns;
+    struct nonpy nonpy[NOT_PYTHON_SLOTS];
+    unsigned nonpy_next;
     struct pyrt rt;
     struct remote r;
     struct profile *prof;
     struct pycode *code;
     struct pystack_opts o;
     struct pystack_stats st;
-    struct { pid_t tid; uint32_t slot; bool valid; } l1; /* last thread asked for */
+    struct {
+        pid_t tid;
+        uint32_t slot;
+        bool valid;
+    } l1; /* last thread asked for */
     struct thread_slot *slots;
     uint32_t nslots;
     uint32_t *idx, idx_cap; /* tid hash → slot + 1 */
@@ -45,7 +66,7 @@ struct pystack {
     uint8_t *fbuf, *hbuf;
     uint32_t *fseg; /* predicted frame k → segment holding it */
     uint32_t gap;   /* COALESCE_GAP, or 0 with exact_reads */
-    size_t code_seg0;
+    size_t frame_seg0, code_seg0;
     struct pystack_raw *raw;
     uint64_t *addrs;
     uint64_t *seen;
@@ -87,6 +108,14 @@ static int slot_find(const struct pystack *ps, pid_t tid)
 
 /* -- L2: thread states from interp->threads ---------------------------------------------------- */
 
+static bool not_python(const struct pystack *ps, pid_t tid, uint64_t now)
+{
+    for (unsigned i = 0; i < NOT_PYTHON_SLOTS; i++)
+        if (ps->nonpy[i].tid == tid && now - ps->nonpy[i].since_ns < NOT_PYTHON_NS)
+            return true;
+    return false;
+}
+
 /* Re-reads every interpreter's thread list and rebuilds the tid table; predictions of threads
  * whose thread state did not move are kept. */
 static int refresh_threads(struct pystack *ps)
@@ -123,8 +152,8 @@ static int refresh_threads(struct pystack *ps)
                 }
                 nslots = g;
             }
-            nslots[n++] = (struct thread_slot){.tid = (pid_t)u64_at(ts, L->ts_native_thread_id),
-                                               .tstate = t};
+            nslots[n++] = (struct thread_slot){
+                .tid = (pid_t)u64_at(ts, L->ts_native_thread_id), .tstate = t, .interp = interp};
         }
         interp = next;
     }
@@ -173,9 +202,12 @@ static int thread_slot(struct pystack *ps, pid_t tid)
         ps->st.l2_hits++;
     } else {
         ps->st.l2_misses++;
-        /* A tid without a thread state (a C thread) would otherwise walk the list every time. */
-        if (ps->last_refresh_ns &&
-            now_ns() - ps->last_refresh_ns < (uint64_t)ps->o.refresh_interval_us * 1000) {
+        /* A tid without a thread state (a C thread) would otherwise walk the list every time:
+         * walks are spaced by refresh_interval_us, and a tid a walk did not find is not looked
+         * for again during NOT_PYTHON_NS. */
+        uint64_t now = now_ns();
+        if ((ps->last_refresh_ns && now - ps->last_refresh_ns < (uint64_t)ps->o.refresh_interval_us * 1000) ||
+            not_python(ps, tid, now)) {
             ps->st.l2_refreshes_deferred++;
             return -ESRCH;
         }
@@ -183,8 +215,10 @@ static int thread_slot(struct pystack *ps, pid_t tid)
         if (rc)
             return rc;
         s = slot_find(ps, tid);
-        if (s < 0)
+        if (s < 0) {
+            ps->nonpy[ps->nonpy_next++ % NOT_PYTHON_SLOTS] = (struct nonpy){tid, now};
             return -ESRCH;
+        }
     }
     ps->l1.tid = tid;
     ps->l1.slot = (uint32_t)s;
@@ -203,8 +237,8 @@ int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate)
 
 /* -- Lifecycle ---------------------------------------------------------------------------------- */
 
-int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
-                 const struct pystack_opts *opts, char *err, size_t errlen)
+int pystack_open(struct pystack **out, pid_t pid, struct profile *prof, const struct pystack_opts *opts,
+                 char *err, size_t errlen)
 {
     struct pystack *ps = calloc(1, sizeof(*ps));
     int rc;
@@ -226,7 +260,7 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
     remote_init(&ps->r, pid);
     if ((rc = pyrt_attach(&ps->rt, &ps->r, pid, err, errlen)) != 0)
         goto fail;
-    if (ps->rt.L.f_read_size > FRAME_BUF || ps->rt.L.ts_read_size > 512) {
+    if (ps->rt.L.f_read_size > FRAME_BUF || ps->rt.L.ts_read_size > 512 || ps->rt.L.co_hdr_size > 512) {
         rc = -EPROTO;
         snprintf(err, errlen, "Python %s: structures larger than expected", ps->rt.version);
         goto fail;
@@ -237,7 +271,7 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
         ps->seen_cap *= 2;
     ps->segs = calloc(d + MAX_PRED_CODES + 2, sizeof(*ps->segs));
     ps->gap = ps->o.exact_reads ? 0 : COALESCE_GAP;
-    ps->fbuf = malloc((size_t)d * (FRAME_BUF + ps->gap));
+    ps->fbuf = malloc((size_t)d * (FRAME_BUF + ps->gap) + SPEC_WINDOW);
     ps->fseg = calloc(d, sizeof(*ps->fseg));
     ps->hbuf = malloc((size_t)MAX_PRED_CODES * ps->rt.L.co_hdr_size);
     ps->raw = calloc(d, sizeof(*ps->raw));
@@ -248,8 +282,8 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
     if (!ps->segs || !ps->fbuf || !ps->fseg || !ps->hbuf || !ps->raw || !ps->addrs || !ps->seen ||
         !ps->seen_stamp)
         goto fail;
-    if ((rc = pycode_new(&ps->code, &ps->rt, &ps->r, prof, &ps->st,
-                         (uint64_t)ps->o.code_trust_us * 1000)) != 0)
+    if ((rc = pycode_new(&ps->code, &ps->rt, &ps->r, prof, &ps->st, (uint64_t)ps->o.code_trust_us * 1000)) !=
+        0)
         goto fail;
     *out = ps;
     return 0;
@@ -278,9 +312,18 @@ void pystack_close(struct pystack *ps)
     free(ps);
 }
 
-const struct pyrt *pystack_runtime(const struct pystack *ps) { return &ps->rt; }
-const struct remote_stats *pystack_remote_stats(const struct pystack *ps) { return &ps->r.st; }
-void pystack_get_stats(const struct pystack *ps, struct pystack_stats *st) { *st = ps->st; }
+const struct pyrt *pystack_runtime(const struct pystack *ps)
+{
+    return &ps->rt;
+}
+const struct remote_stats *pystack_remote_stats(const struct pystack *ps)
+{
+    return &ps->r.st;
+}
+void pystack_get_stats(const struct pystack *ps, struct pystack_stats *st)
+{
+    *st = ps->st;
+}
 
 /* -- One sample --------------------------------------------------------------------------------- */
 
@@ -300,16 +343,15 @@ static bool visit(struct pystack *ps, uint64_t addr)
 }
 
 /* The predicted batch: thread state, cframe, frames, code headers. Returns segments used. */
-static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8_t *tsbuf,
-                          uint64_t *cf_top)
+static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8_t *tsbuf, uint64_t *cf_top)
 {
     const struct pyrt_layout *L = &ps->rt.L;
     size_t n = 0;
 
     ps->segs[n++] = REMOTE_SEG(s->tstate, tsbuf, L->ts_read_size);
     if (L->ts_cframe)
-        ps->segs[n++] =
-            REMOTE_SEG(s->cframe + L->cf_current_frame, cf_top, s->cframe ? 8 : 0);
+        ps->segs[n++] = REMOTE_SEG(s->cframe + L->cf_current_frame, cf_top, s->cframe ? 8 : 0);
+    ps->frame_seg0 = n;
     /* Frames: one segment per run of neighbours (each run at most (F + gap) bytes per frame, so
      * the buffer of max_depth * (FRAME_BUF + gap) bytes always suffices). */
     const uint64_t F = L->f_read_size;
@@ -328,6 +370,10 @@ static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8
             }
         }
         if (in_run) { /* close the run */
+            if (run == ps->frame_seg0 && ps->gap) {
+                uint64_t page_end = ((hi - 1) | 4095) + 1;
+                hi += page_end - hi < SPEC_WINDOW ? page_end - hi : SPEC_WINDOW;
+            }
             ps->segs[run] = REMOTE_SEG(lo, ps->fbuf + off, hi - lo);
             off += hi - lo;
         }
@@ -340,10 +386,21 @@ static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8
     ps->code_seg0 = n;
     /* Code headers, except those trusted without a re-read (zero-length: no iovec). */
     for (uint32_t k = 0; k < s->ncodes; k++)
-        ps->segs[n++] = REMOTE_SEG(s->codes[k] + L->co_hdr_start,
-                                   ps->hbuf + (size_t)k * L->co_hdr_size,
+        ps->segs[n++] = REMOTE_SEG(s->codes[k] + L->co_hdr_start, ps->hbuf + (size_t)k * L->co_hdr_size,
                                    pycode_checked(ps->code, s->codes[k]) ? 0 : L->co_hdr_size);
     return n;
+}
+
+/* A frame not predicted by address may still lie inside a range the batch read: between
+ * predicted neighbours, or in the window above the old leaf. */
+static const uint8_t *in_batch(const struct pystack *ps, uint64_t addr, uint64_t len)
+{
+    for (size_t i = ps->frame_seg0; i < ps->code_seg0; i++) {
+        const struct remote_seg *g = &ps->segs[i];
+        if (g->ok && g->len >= len && addr >= g->addr && addr - g->addr <= g->len - len)
+            return (const uint8_t *)g->buf + (addr - g->addr);
+    }
+    return NULL;
 }
 
 /* Where predicted frame k landed in the batch's buffers. */
@@ -351,6 +408,14 @@ static const uint8_t *predicted(const struct pystack *ps, const struct thread_sl
 {
     const struct remote_seg *g = &ps->segs[ps->fseg[k]];
     return (const uint8_t *)g->buf + (s->frames[k] - g->addr);
+}
+
+static void add_code(struct thread_slot *s, uint64_t code)
+{
+    for (uint32_t k = 0; k < s->ncodes; k++)
+        if (s->codes[k] == code)
+            return;
+    s->codes[s->ncodes++] = code;
 }
 
 static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t cframe, size_t n)
@@ -364,20 +429,23 @@ static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t 
     memcpy(s->frames, ps->addrs, n * sizeof(*s->frames));
     s->nframes = (uint32_t)n;
     s->cframe = cframe;
+    /* Code objects to re-validate with the next prediction: those of this stack, then up to
+     * RECENT_CODES of earlier stacks (leaves come and go; their headers then ride along). */
+    uint64_t old[MAX_PRED_CODES];
+    uint32_t nold = s->ncodes;
+    memcpy(old, s->codes, nold * sizeof(*old));
     s->ncodes = 0;
     for (size_t i = 0; i < n && s->ncodes < MAX_PRED_CODES; i++) {
         if (L->minor >= 12 && ps->raw[i].owner >= PYRT_OWNED_BY_CSTACK)
             continue;
-        bool dup = false;
-        for (uint32_t k = 0; k < s->ncodes && !dup; k++)
-            dup = s->codes[k] == ps->raw[i].code;
-        if (!dup)
-            s->codes[s->ncodes++] = ps->raw[i].code;
+        add_code(s, ps->raw[i].code);
     }
+    uint32_t limit = s->ncodes + RECENT_CODES < MAX_PRED_CODES ? s->ncodes + RECENT_CODES : MAX_PRED_CODES;
+    for (uint32_t k = 0; k < nold && s->ncodes < limit; k++)
+        add_code(s, old[k]);
 }
 
-int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_t max,
-                 unsigned *flags)
+int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_t max, unsigned *flags)
 {
     const struct pyrt_layout *L = &ps->rt.L;
     const uint64_t calls0 = ps->r.st.calls;
@@ -395,7 +463,9 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
         nseg = build_batch(ps, &ps->slots[si], ts, &cf_top);
         if ((rc = remote_readv(&ps->r, ps->segs, nseg, true)) < 0)
             return rc;
-        if (ps->segs[0].ok && (pid_t)u64_at(ts, L->ts_native_thread_id) == tid)
+        /* Still this thread's state: same tid, same interpreter (freed memory rarely keeps both). */
+        if (ps->segs[0].ok && (pid_t)u64_at(ts, L->ts_native_thread_id) == tid &&
+            u64_at(ts, L->ts_interp) == ps->slots[si].interp)
             break;
         /* The thread state moved or died: the caches are stale for this thread. */
         if (attempt == 1)
@@ -431,6 +501,11 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
             ps->st.truncated++;
             break;
         }
+        if (addr >= USER_ADDR_END) {
+            ps->st.errors++;
+            fl |= PYSTACK_BROKEN;
+            break;
+        }
         if (!visit(ps, addr)) {
             ps->st.loops++;
             fl |= PYSTACK_BROKEN;
@@ -445,6 +520,8 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
                     f = predicted(ps, s, k);
                     j = k + 1;
                 }
+            if (!f)
+                f = in_batch(ps, addr, L->f_read_size);
         }
         if (f) {
             ps->st.pred_hits++;
@@ -483,8 +560,7 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
     save_prediction(ps, s, cframe, n);
     if (flags)
         *flags = fl;
-    rc = pycode_symbolize(ps->code, ps->raw, n, out, max,
-                          !(fl & (PYSTACK_BROKEN | PYSTACK_TRUNCATED)));
+    rc = pycode_symbolize(ps->code, ps->raw, n, out, max, !(fl & (PYSTACK_BROKEN | PYSTACK_TRUNCATED)));
     if (ps->r.st.calls - calls0 == 1)
         ps->st.steady_samples++;
     return rc;

@@ -7,20 +7,25 @@
  *                              └─miss─▶ walk interp->threads (native_thread_id == tid), refill
  *
  *   one batched process_vm_readv:
- *     [thread state] [predicted _PyCFrame] [predicted frame 0] ... [frame N-1] [code hdr] ...
+ *     [thread state] [predicted _PyCFrame] [predicted frames ...] [code hdr] ...
  *      └ exact sizes; the prediction is the chain of the thread's previous sample, so a steady
- *        stack costs exactly this one call. Frames not predicted are read one by one (each
- *        frame's `previous` is only known once it is read), then the walk rejoins the prediction.
+ *        stack costs exactly this one call. Predicted frames that are neighbours in memory are
+ *        read as one range, and the leaf's range runs on to the end of its page (at most 4 KiB),
+ *        where newly pushed frames land (exact_reads: one exact iovec per frame instead).
+ *        Frames found in none of the ranges are read one by one (each frame's `previous` is only
+ *        known once it is read), then the walk rejoins the prediction.
  *
  *   code object cache: address → {qualname, filename, firstlineno, decoded line table}, each
  *     entry validated once per sample by re-reading its header (ob_type, firstlineno, name,
- *     qualname, filename, linetable pointers) — inside the same batched call when predicted.
+ *     qualname, filename, linetable pointers) — inside the same batched call for the code
+ *     objects of the predicted stack and up to 8 recently seen ones.
  *     Misses are fetched for all new code objects of a sample together, in three calls
  *     (headers; str/bytes headers; their contents).
  *   (code, instruction offset) → finished frame (profile frame index) cache.
  *
  * A per-sample budget (depth cap, loop detection, at most max_reads calls) ends forged or
- * looping chains; errors are counted, never fatal.
+ * looping chains; errors are counted, never fatal. One struct pystack serves one collector
+ * thread (no locking inside).
  */
 #ifndef PYEBPF_PYSTACK_H
 #define PYEBPF_PYSTACK_H
@@ -36,15 +41,15 @@
 struct pystack;
 
 struct pystack_opts {
-    uint32_t max_depth; /* Python frames per sample, shims included; 0: 1024 */
-    uint32_t max_reads; /* process_vm_readv calls per sample; 0: max_depth + 16 (a cold
-                           stack costs one call per frame not predicted) */
+    uint32_t max_depth;           /* Python frames per sample, shims included; 0: 1024 */
+    uint32_t max_reads;           /* process_vm_readv calls per sample; 0: max_depth + 16 (a cold
+                                     stack costs one call per frame not predicted) */
     uint32_t refresh_interval_us; /* least time between two walks of the thread list caused
                                      by unknown tids; 0: 10000 */
-    bool exact_reads;       /* one iovec per predicted frame, even for neighbours in memory */
-    uint32_t code_trust_us; /* a code object validated this recently is not re-read; 0: every
-                               sample re-validates (set it for in-kernel capture, where the
-                               header re-read would be the only read of a sample) */
+    bool exact_reads;             /* one iovec per predicted frame, even for neighbours in memory */
+    uint32_t code_trust_us;       /* a code object validated this recently is not re-read; 0: every
+                                     sample re-validates (set it for in-kernel capture, where the
+                                     header re-read would be the only read of a sample) */
 };
 
 /* One Python frame of a sample, leaf first. */
@@ -63,36 +68,35 @@ struct pystack_frame {
 
 /* A frame as captured elsewhere (in-kernel), leaf first. */
 struct pystack_raw {
-    uint64_t code;  /* PyCodeObject address (f_code / f_executable) */
-    uint64_t instr; /* prev_instr (3.11/3.12) or instr_ptr (3.13) */
-    uint8_t owner;  /* _PyInterpreterFrame.owner */
+    uint64_t code;    /* PyCodeObject address (f_code / f_executable) */
+    uint64_t instr;   /* prev_instr (3.11/3.12) or instr_ptr (3.13) */
+    uint8_t owner;    /* _PyInterpreterFrame.owner */
     uint8_t is_entry; /* 3.11 only */
 };
 
 struct pystack_stats {
-    uint64_t samples;      /* pystack_read + pystack_symbolize calls */
-    uint64_t frames;       /* Python frames returned */
+    uint64_t samples; /* pystack_read + pystack_symbolize calls */
+    uint64_t frames;  /* Python frames returned */
     uint64_t l1_hits, l1_misses;
     uint64_t l2_hits, l2_misses, l2_refreshes, l2_refreshes_deferred;
-    uint64_t pred_hits, pred_misses;   /* frames found in / missing from the predicted read */
-    uint64_t steady_samples;           /* samples served by the predicted read alone */
+    uint64_t pred_hits, pred_misses;             /* frames found in / missing from the predicted read */
+    uint64_t steady_samples;                     /* samples served by the predicted read alone */
     uint64_t code_hits, code_misses, code_stale; /* stale: header changed, entry replaced */
-    uint64_t code_objects;             /* entries in the code cache */
-    uint64_t fin_hits, fin_misses;     /* (code, offset) → frame cache */
+    uint64_t code_objects;                       /* entries in the code cache */
+    uint64_t fin_hits, fin_misses;               /* (code, offset) → frame cache */
     uint64_t truncated, errors, loops, budget_exhausted, bad_code;
 };
 
 /* Attaches to the Python runtime of `pid` (pyrt_attach) and interns frames into `prof`. On
  * failure, *err says why in one line. */
-int pystack_open(struct pystack **out, pid_t pid, struct profile *prof,
-                 const struct pystack_opts *opts, char *err, size_t errlen);
+int pystack_open(struct pystack **out, pid_t pid, struct profile *prof, const struct pystack_opts *opts,
+                 char *err, size_t errlen);
 void pystack_close(struct pystack *ps);
 
 /* Reads the Python stack of thread `tid` now: up to `max` frames, leaf first, into out. Returns
  * the number of frames (0: no Python code running), -ESRCH when `tid` has no Python thread state,
  * or another -errno when the target cannot be read. */
-int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_t max,
-                 unsigned *flags);
+int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_t max, unsigned *flags);
 
 /* Symbolises frames captured elsewhere (in-kernel): only code objects are read (batched,
  * cached). Shim frames (owner == 3) are dropped; `truncated` says the capture stopped before the

@@ -20,7 +20,7 @@ static void usage(FILE *f)
           "  -o, --output     output file (default: stdout); its extension picks the format:\n"
           "                   .svg flame graph, .json speedscope, .pb.gz pprof, else folded\n"
           "  -f, --format     folded | svg | speedscope | pprof (overrides the extension)\n"
-          "      --title      SVG title\n"
+          "      --title      SVG title, speedscope profile name, pprof comment\n"
           "      --reverse    SVG icicle: roots at the top, stacks grow downwards\n"
           "  -F, --frequency  sampling rate the stacks were taken at, in Hz (CPU time in\n"
           "                   speedscope and pprof; default: counts, and 100 Hz for pprof)\n"
@@ -112,6 +112,12 @@ int render_main(int argc, char **argv)
                 (unsigned long long)st.truncated, FOLDED_MAX_DEPTH);
     if (st.lines == 0) {
         fprintf(stderr, "render: %s: no stacks\n", in);
+        profile_free(&p);
+        return 1;
+    }
+    /* The title also names the profile in speedscope and pprof. */
+    if (opts.title && profile_set_command(&p, opts.title) < 0) {
+        fputs("render: out of memory\n", stderr);
         profile_free(&p);
         return 1;
     }

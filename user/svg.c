@@ -43,12 +43,13 @@ struct svg_ctx {
     size_t labelsz;
 };
 
-static unsigned max_depth(const struct profile *v)
+/* The deepest node's depth, or -ENOMEM. */
+static int64_t max_depth(const struct profile *v)
 {
     /* Node indices grow from parents to children, so one pass finds each depth. */
     unsigned *d = calloc(v->nnodes, sizeof(*d)), m = 0;
     if (!d)
-        return 0;
+        return -ENOMEM;
     for (uint32_t i = 1; i < v->nnodes; i++) {
         d[i] = d[v->nodes[i].parent] + 1;
         if (d[i] > m)
@@ -261,7 +262,13 @@ int svg_write(const struct profile *p, FILE *f, const struct output_opts *opts)
         profile_free(&v);
         return -ENOMEM;
     }
-    c.maxdepth = max_depth(&v);
+    int64_t depth = max_depth(&v);
+    if (depth < 0) {
+        free(c.label);
+        profile_free(&v);
+        return (int)depth;
+    }
+    c.maxdepth = (unsigned)depth;
     uint64_t total = v.nodes[0].total;
     c.scale = total ? (SVG_WIDTH - 2 * SVG_XPAD) / (double)total : 0;
     double height = SVG_TOP + (double)(c.maxdepth + 1) * SVG_FH + SVG_BOTTOM;

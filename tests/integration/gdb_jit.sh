@@ -51,6 +51,15 @@ else
     fail "gdb bt at each trampoline instruction" "frames: $nbt jit_a tops, $nmain mains"
 fi
 
+# Retired regions leave gdb: jitprog retires jit_a..c before pyjit_close.
+"${GDB[@]}" -ex 'break run_chain' -ex run -ex 'set $a = entry' -ex 'info symbol $a' \
+    -ex 'tbreak pyjit_close' -ex continue -ex 'info symbol $a' --args "$BUILD/progs/jitprog" > "$TMP/retire" 2>&1
+if grep -q '^jit_a in section .text of <in-memory@' "$TMP/retire" && grep -q '^No symbol matches \$a' "$TMP/retire"; then
+    pass "gdb names jit_a from the in-memory image, and forgets it after pyjit_retire"
+else
+    fail "gdb names jit_a, then forgets it after pyjit_retire" "$(grep -E 'symbol|section' "$TMP/retire" | tr '\n' '|')"
+fi
+
 # (b) gdb attaches to a running process after registration
 attach_bt() { # attach_bt OUTFILE JITPROG-ARGS...: starts jitprog, attaches, prints seconds taken
     local out=$1 pid t0 t1

@@ -227,6 +227,17 @@ EOF
         grep -qx "ok $TOTAL" "$TMP/pp.txt"
 fi
 
+# ---- names that are not valid UTF-8 still give files strict parsers accept ----
+printf 'thread 1 (a);main;bad\xff\xfename (/x\xc3.py:3);ctl\x01x 5\nthread 1 (a);main 2\n' > "$TMP/bad.folded"
+render "$TMP/bad.folded" -o "$TMP/bad.svg" -q && render "$TMP/bad.folded" -o "$TMP/bad.json" -q &&
+    render "$TMP/bad.folded" -o "$TMP/bad.pb.gz" -q
+check "invalid UTF-8 names: SVG is well-formed XML" python3 -c "import xml.etree.ElementTree as E; E.parse('$TMP/bad.svg')"
+check "invalid UTF-8 names: speedscope is valid JSON" python3 -c "import json; json.load(open('$TMP/bad.json', encoding='utf-8'))"
+if command -v protoc > /dev/null; then
+    check "invalid UTF-8 names: protoc decodes the pprof" bash -c "gzip -dc '$TMP/bad.pb.gz' |
+        protoc --proto_path='$TMP' --decode perftools.profiles.Profile '$TMP/profile.proto' 2>&1 | grep -q 'bad??name'"
+fi
+
 # ---- perf script -> pyebpf-fold-perf -> render ----
 FOLD="$ROOT/scripts/pyebpf-fold-perf"
 cat > "$TMP/perf.txt" << 'EOF'

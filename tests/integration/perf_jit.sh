@@ -75,7 +75,7 @@ done
 "${PERF[@]}" script -i perf.jit.data -F comm,tid,ip,sym 2> /dev/null > script.txt
 read -r full total < <(chains script.txt)
 echo "# jitdump: $full of $total samples in innermost unwind through jit_c, jit_b, jit_a to main"
-if [ "$total" -ge 50 ] && [ $((full * 100)) -ge $((total * 90)) ]; then
+if [ "$total" -ge 20 ] && [ $((full * 100)) -ge $((total * 90)) ]; then
     pass "DWARF call chains pass through the JIT frames to main ($full/$total)"
 else
     fail "DWARF call chains pass through the JIT frames to main" "$full/$total"
@@ -93,7 +93,7 @@ if [ -x "$PROG-nofp" ]; then
     "${PERF[@]}" inject --jit -i perf.nofp.data -o perf.nofp.jit.data 2> /dev/null
     "${PERF[@]}" script -i perf.nofp.jit.data -F comm,tid,ip,sym 2> /dev/null > script.nofp.txt
     read -r full3 total3 < <(chains script.nofp.txt)
-    if [ "$total3" -ge 50 ] && [ $((full3 * 100)) -ge $((total3 * 90)) ]; then
+    if [ "$total3" -ge 20 ] && [ $((full3 * 100)) -ge $((total3 * 90)) ]; then
         pass "without frame pointers too, DWARF chains reach main through the JIT ($full3/$total3)"
     else
         fail "without frame pointers too, DWARF chains reach main through the JIT" "$full3/$total3"
@@ -113,7 +113,7 @@ if [ -n "$PID2" ] && [ -f "$MAP" ]; then
     "${PERF[@]}" script -i perf.map.data -F comm,tid,ip,sym 2> /dev/null > script.map.txt
     read -r full_map total_map < <(chains script.map.txt)
     echo "# perf map: $full_map of $total_map samples in innermost name jit_c, jit_b, jit_a up to main"
-    if [ "$total_map" -ge 50 ] && [ $((full_map * 100)) -ge $((total_map * 90)) ]; then
+    if [ "$total_map" -ge 20 ] && [ $((full_map * 100)) -ge $((total_map * 90)) ]; then
         pass "perf script names the perf-map JIT symbols in call chains ($full_map/$total_map)"
     else
         fail "perf script names the perf-map JIT symbols in call chains" "$full_map/$total_map"

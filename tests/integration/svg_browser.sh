@@ -3,6 +3,8 @@
 # playwright-core from build/js; no browser is downloaded) loads a generated SVG, hovers a frame,
 # clicks it, types in the search box, resets; tests/js/svg_browser.js asserts the DOM state after
 # each step and saves screenshots as build/flamegraph-zoom.png and build/flamegraph-search.png.
+# Then the speedscope JSON of the same stacks is opened in the speedscope application the npm
+# package ships (tests/js/speedscope_app.js; screenshot build/speedscope.png).
 source "$(dirname "$0")/../lib.sh"
 
 RENDER="$BUILD/progs/render_test"
@@ -32,13 +34,30 @@ rm -f "$BUILD"/flamegraph-*.png
 NODE_PATH="$JS" CHROMIUM="$CHROMIUM" timeout 90 node "$ROOT/tests/js/svg_browser.js" "$TMP/flame.svg" \
     "$BUILD/flamegraph" "handle (/srv/app/http.py:41)" compute 63.67 > "$TMP/browser.out" 2>&1
 rc=$?
-# Re-emit the driver's checks as our TAP lines.
-while IFS= read -r line; do
-    case "$line" in
-        "ok - "*) pass "browser: ${line#ok - }" ;;
-        "not ok - "*) r=${line#not ok - }; fail "browser: ${r%% # *}" "${r#* # }" ;;
-    esac
-done < "$TMP/browser.out"
-[ $rc -eq 0 ] || grep -q '^not ok' "$TMP/browser.out" || fail "browser driver" "exit $rc: $(tail -c 300 "$TMP/browser.out")"
+# Re-emit a driver's checks as our TAP lines.
+report() {
+    local out=$1 rc=$2 line r
+    while IFS= read -r line; do
+        case "$line" in
+            "ok - "*) pass "browser: ${line#ok - }" ;;
+            "not ok - "*) r=${line#not ok - }; fail "browser: ${r%% # *}" "${r#* # }" ;;
+        esac
+    done < "$out"
+    [ "$rc" -eq 0 ] || grep -q '^not ok' "$out" || fail "browser driver" "exit $rc: $(tail -c 300 "$out")"
+}
+report "$TMP/browser.out" $rc
 check "screenshot after zoom saved (build/flamegraph-zoom.png)" test -s "$BUILD/flamegraph-zoom.png"
 check "screenshot after search saved (build/flamegraph-search.png)" test -s "$BUILD/flamegraph-search.png"
+
+# ---- the same stacks as speedscope JSON, opened in the speedscope app ----
+if [ -d "$JS/speedscope" ]; then
+    "$RENDER" "$TMP/in.folded" -o "$TMP/flame.json" -q -F 99 --title "pyebpf: python3 /srv/app/main.py"
+    rm -f "$BUILD/speedscope.png"
+    NODE_PATH="$JS" CHROMIUM="$CHROMIUM" timeout 90 node "$ROOT/tests/js/speedscope_app.js" "$TMP/flame.json" \
+        "$BUILD/speedscope.png" "pyebpf: python3 /srv/app/main.py" "thread 4101 (python3)" "thread 4102 (worker)" \
+        > "$TMP/speedscope.out" 2>&1
+    report "$TMP/speedscope.out" $?
+    check "screenshot of speedscope saved (build/speedscope.png)" test -s "$BUILD/speedscope.png"
+else
+    skip "speedscope app" "needs npm package speedscope in $JS (make js-deps)"
+fi

@@ -4,7 +4,8 @@ Each mode prints what a reader should find, then keeps the stack in place until 
   EXPECT <native tid> <func>:<line>[-<line>] ...   leaf first; a range for a spinning loop
   BUFFER <address> <size>                          scratch memory a test may overwrite
   READY
-Modes: spin, block, threads, deep N, change, forge.
+Modes: spin, block, threads, deep N, change (two leaves in turn), varied (random call trees up
+to 25 frames deep), churn, forge.
 """
 import inspect
 import sys
@@ -13,6 +14,13 @@ import time
 
 
 print_lock = threading.Lock()
+
+
+def say(text):
+    # One line at a time: print() from several threads may interleave within a line.
+    with print_lock:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
 
 
 def report(frame, leaf_lines=None):
@@ -26,8 +34,7 @@ def report(frame, leaf_lines=None):
             parts.append("%s:%d" % (name, frame.f_lineno))
         first = False
         frame = frame.f_back
-    with print_lock:
-        print("EXPECT %d %s" % (threading.get_native_id(), " ".join(parts)), flush=True)
+    say("EXPECT %d %s" % (threading.get_native_id(), " ".join(parts)))
 
 
 def spin_here(report_lines):  # noqa: ARG001
@@ -40,7 +47,7 @@ def inner(mode):
     if mode == "block":
         ev = threading.Event()
         here = inspect.currentframe()
-        print("READY", flush=True)
+        say("READY")
         report(here); ev.wait()  # noqa: E702
     x = 0
     spin_here(True)
@@ -88,7 +95,7 @@ def recurse(n):
         return recurse(n - 1)
     ev = threading.Event()
     here = inspect.currentframe()
-    print("READY", flush=True)
+    say("READY")
     report(here); ev.wait()  # noqa: E702
 
 
@@ -109,29 +116,75 @@ def changing():
         leaf_b()
 
 
+def vwork(depth, rng):
+    s = 0
+    for i in range(300):
+        s += i
+    if depth < 12 and rng.random() < 0.8:
+        (vleft if rng.random() < 0.5 else vright)(depth + 1, rng)
+
+
+def vleft(depth, rng):
+    vwork(depth, rng)
+
+
+def vright(depth, rng):
+    vwork(depth, rng)
+
+
+def varied():
+    import random
+    rng = random.Random(1)
+    while True:
+        vwork(0, rng)
+
+
 def main():
     mode = sys.argv[1]
     if mode in ("spin", "block"):
         if mode == "spin":
-            threading.Timer(0.2, lambda: print("READY", flush=True)).start()
+            threading.Timer(0.2, lambda: say("READY")).start()
         main_chain(mode)
     elif mode == "threads":
         for fn in (work_alpha, work_beta, work_gamma, work_delta):
             threading.Thread(target=fn, args=(0,), daemon=True).start()
         time.sleep(0.3)
-        print("READY", flush=True)
+        say("READY")
         threading.Event().wait()
     elif mode == "deep":
         sys.setrecursionlimit(100000)
         recurse(int(sys.argv[2]))
+    elif mode == "varied":
+        threading.Timer(0.2, lambda: say("READY")).start()
+        varied()
     elif mode == "change":
-        threading.Timer(0.2, lambda: print("READY", flush=True)).start()
+        threading.Timer(0.2, lambda: say("READY")).start()
         changing()
+    elif mode == "churn":
+        # Short-lived threads, created and joined without end, each in its own function.
+        def short_lived(n):
+            s = 0
+            for i in range(50000):
+                s += i * n
+            return s
+
+        def churner():
+            while True:
+                ts = [threading.Thread(target=short_lived, args=(i,)) for i in range(8)]
+                for t in ts:
+                    t.start()
+                for t in ts:
+                    t.join()
+
+        for _ in range(4):
+            threading.Thread(target=churner, daemon=True).start()
+        say("READY")
+        threading.Event().wait()
     elif mode == "forge":
         import ctypes
         buf = ctypes.create_string_buffer(1 << 20)
-        print("BUFFER %d %d" % (ctypes.addressof(buf), len(buf)), flush=True)
-        print("READY", flush=True)
+        say("BUFFER %d %d" % (ctypes.addressof(buf), len(buf)))
+        say("READY")
         threading.Event().wait()
 
 

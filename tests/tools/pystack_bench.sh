@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Cost of remote Python stack reads per interpreter and workload (numbers for docs/python-frames.md).
-#   tests/tools/pystack_bench.sh [READS] [INTERVAL_US]      (root; build/tools/pystack-dump built)
+#   [EXACT=1] tests/tools/pystack_bench.sh [READS] [INTERVAL_US]   (root; pystack-dump built)
+# EXACT=1: one iovec per predicted frame, no read window above the leaf (pystack-dump -x).
 set -u
 cd "$(dirname "$0")/../.."
 READS=${1:-2000}
@@ -15,14 +16,14 @@ for py in $PYS; do
     [ -x "$py" ] || continue
     ver=$("$py" -c 'import platform; print(platform.python_version())')
     case "$py" in /usr/bin/*) ver="$ver deb" ;; esac
-    for mode in block spin change "deep 1000"; do
+    for mode in block spin change varied "deep 1000"; do
         out=$(mktemp)
         # shellcheck disable=SC2086
         "$py" tests/py/nested.py $mode > "$out" &
         pid=$!
         for _ in $(seq 50); do grep -q READY "$out" && break; sleep 0.1; done
         sleep 0.2
-        r=$("$DUMP" -s -n "$READS" -i "$INTERVAL" -t "$pid" "$pid")
+        r=$("$DUMP" ${EXACT:+-x} -s -n "$READS" -i "$INTERVAL" -t "$pid" "$pid")
         kill $pid; wait $pid 2> /dev/null; rm -f "$out"
         g() { echo "$r" | awk -F': ' -v k="$1" '$1 == k { print $2 }'; }
         frames=$(echo "$r" | awk '/^thread/ { print $4 }')

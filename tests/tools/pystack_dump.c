@@ -36,8 +36,7 @@ static void print_stack(const struct profile *p, pid_t tid, const struct pystack
            flags & PYSTACK_BROKEN ? " broken" : "", flags & PYSTACK_PREDICTED ? " predicted" : "");
     for (int i = 0; i < n; i++) {
         const struct frame *fr = &p->frames[f[i].frame];
-        printf("  %s %s:%u%s\n", fr->name, fr->file ? fr->file : "?", fr->line,
-               f[i].entry ? " entry" : "");
+        printf("  %s %s:%u%s\n", fr->name, fr->file ? fr->file : "?", fr->line, f[i].entry ? " entry" : "");
     }
 }
 
@@ -48,13 +47,27 @@ int main(int argc, char **argv)
 
     while ((opt = getopt(argc, argv, "d:n:i:t:sqx")) != -1) {
         switch (opt) {
-        case 'd': depth = (unsigned)atoi(optarg); break;
-        case 'n': count = (unsigned)atoi(optarg); break;
-        case 'i': interval = (unsigned)atoi(optarg); break;
-        case 't': only_tid = atoi(optarg); break;
-        case 's': stats = 1; break;
-        case 'q': quiet = 1; break;
-        case 'x': exact = 1; break;
+        case 'd':
+            depth = (unsigned)atoi(optarg);
+            break;
+        case 'n':
+            count = (unsigned)atoi(optarg);
+            break;
+        case 'i':
+            interval = (unsigned)atoi(optarg);
+            break;
+        case 't':
+            only_tid = atoi(optarg);
+            break;
+        case 's':
+            stats = 1;
+            break;
+        case 'q':
+            quiet = 1;
+            break;
+        case 'x':
+            exact = 1;
+            break;
         default:
             fprintf(stderr, "usage: %s [-d DEPTH] [-n COUNT] [-i USEC] [-t TID] [-s] [-q] [-x] PID\n",
                     argv[0]);

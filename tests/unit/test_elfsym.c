@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -17,7 +18,10 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -431,8 +435,83 @@ static void test_deleted_library(void **state)
     assert_true(e->deleted);
     maps_free(&m);
     expect_symbol(p, fn, "zlibVersion", "libzcopy.so");
-    proc_close(p);
+    /* Names handed out stay valid after the library leaves the mappings. */
+    struct symres r;
+    assert_int_equal(proc_symbolize(p, (uint64_t)(uintptr_t)fn, &r), 0);
     dlclose(h);
+    assert_int_equal(proc_refresh(p), 0);
+    assert_int_equal(proc_symbolize(p, (uint64_t)(uintptr_t)fn, &(struct symres){0}), -ENOENT);
+    assert_string_equal(r.name, "zlibVersion");
+    assert_string_equal(maps_basename(r.module), "libzcopy.so");
+    proc_close(p);
+}
+
+/* Refreshing over and over keeps memory flat (paths interned, files referenced once). */
+static void test_refresh_bounded(void **state)
+{
+    struct proc *p;
+    assert_int_equal(proc_open(&p, getpid()), 0);
+    struct symres r;
+    assert_int_equal(proc_symbolize(p, (uint64_t)(uintptr_t)test_refresh_bounded, &r), 0);
+    for (int i = 0; i < 50; i++)
+        assert_int_equal(proc_refresh(p), 0);
+    struct mallinfo2 before = mallinfo2();
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (int i = 0; i < 500; i++)
+        assert_int_equal(proc_refresh(p), 0);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    struct mallinfo2 after = mallinfo2();
+    long grew = (long)after.uordblks - (long)before.uordblks;
+    print_message("# 500 refreshes: heap in use changed by %ld bytes, %.1f us per refresh\n", grew,
+                  ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / 500 / 1000);
+    assert_true(grew < 64 * 1024);
+    assert_string_equal(r.name, "test_refresh_bounded");
+    proc_close(p);
+}
+
+/* Start of the first mapping of a file whose path contains `name` (file offset 0). */
+static uint64_t map_base(pid_t pid, const char *name)
+{
+    struct maps m;
+    assert_int_equal(maps_read(&m, pid), 0);
+    uint64_t base = 0;
+    for (size_t i = 0; i < m.n && !base; i++)
+        if (strstr(m.v[i].path, name) && m.v[i].offset == 0)
+            base = m.v[i].start;
+    maps_free(&m);
+    return base;
+}
+
+/* Another process whose mappings hold still (a sleeping child): a refresh that finds the same
+ * mappings keeps the symbol cache; libc's qsort resolves at the child's base. */
+static void test_refresh_unchanged(void **state)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sleep", "sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    usleep(100 * 1000);
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    uint64_t fn = (uint64_t)(uintptr_t)dlsym(libc, "qsort");
+    uint64_t ip = fn - map_base(getpid(), "/libc.so") + map_base(pid, "/libc.so");
+    struct proc *p;
+    assert_int_equal(proc_open(&p, pid), 0);
+    struct symres r;
+    assert_int_equal(proc_symbolize(p, ip, &r), 0);
+    assert_non_null(r.name);
+    assert_int_equal(r.offset, 0);
+    assert_int_equal(proc_refresh(p), 0);
+    struct proc_stats st0, st1;
+    proc_get_stats(p, &st0);
+    assert_int_equal(proc_symbolize(p, ip, &r), 0);
+    proc_get_stats(p, &st1);
+    assert_int_equal(st1.sym_hits, st0.sym_hits + 1);
+    assert_int_equal(st1.files_opened, st0.files_opened);
+    proc_close(p);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
 }
 
 static void test_ksyms(void **state)
@@ -464,6 +543,34 @@ static void test_ksyms(void **state)
     ksyms_close(k);
 }
 
+/* Cost of symbolising one frame once warm: addresses spread over the test binary and libc. */
+static void test_symbolize_cost(void **state)
+{
+    struct proc *p;
+    assert_int_equal(proc_open(&p, getpid()), 0);
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    static const char *const fns[] = {"qsort",  "printf", "malloc", "free", "memcpy",
+                                      "strlen", "read",   "write",  "open", "close"};
+    uint64_t addrs[20];
+    for (int i = 0; i < 10; i++) {
+        addrs[i] = (uint64_t)(uintptr_t)dlsym(libc, fns[i]) + 3;
+        addrs[10 + i] = (uint64_t)(uintptr_t)test_symbolize_cost + (uint64_t)i * 8;
+    }
+    struct symres r;
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(proc_symbolize(p, addrs[i], &r), 0);
+    int iters = 20000;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (int k = 0; k < iters; k++)
+        for (int i = 0; i < 20; i++)
+            proc_symbolize(p, addrs[i], &r);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double ns = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / iters / 20;
+    print_message("# proc_symbolize: %.1f ns per frame (warm)\n", ns);
+    proc_close(p);
+}
+
 static int setup(void **state)
 {
     return elfsym_cache_new(&cache);
@@ -485,6 +592,9 @@ int main(void)
         cmocka_unit_test(test_vdso),
         cmocka_unit_test(test_debug_file),
         cmocka_unit_test(test_deleted_library),
+        cmocka_unit_test(test_refresh_bounded),
+        cmocka_unit_test(test_refresh_unchanged),
+        cmocka_unit_test(test_symbolize_cost),
         cmocka_unit_test(test_ksyms),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -114,11 +114,11 @@ static void forms(void **state)
     (void)state;
     struct linetable lt;
     const uint8_t tab[] = {
-        0x80 | (0 << 3) | 1, 5,             /* short form, 2 units, same line (10) */
-        0x80 | (11 << 3) | 0, 2, 6,         /* one-line form, 1 unit, line 11 */
-        0x80 | (13 << 3) | 2, 3,            /* no columns, 3 units, line += -1 -> 10 */
+        0x80 | (0 << 3) | 1,  5,                   /* short form, 2 units, same line (10) */
+        0x80 | (11 << 3) | 0, 2,    6,             /* one-line form, 1 unit, line 11 */
+        0x80 | (13 << 3) | 2, 3,                   /* no columns, 3 units, line += -1 -> 10 */
         0x80 | (14 << 3) | 0, 0x48, 0x01, 1, 2, 3, /* long form: line += 4 (svarint 8 over 2 bytes) */
-        0x80 | (15 << 3) | 1,               /* no location, 2 units */
+        0x80 | (15 << 3) | 1,                      /* no location, 2 units */
     };
     assert_int_equal(linetable_decode(&lt, tab, sizeof(tab), 10), 0);
     assert_int_equal(linetable_line(&lt, 0), 10);
@@ -172,8 +172,7 @@ int main(void)
     size_t n = 0;
     static char names[4][96];
     for (size_t i = 0; i < sizeof(pythons) / sizeof(pythons[0]); i++) {
-        snprintf(names[i], sizeof(names[i]), "linetable matches co_lines/co_positions: %s",
-                 pythons[i]);
+        snprintf(names[i], sizeof(names[i]), "linetable matches co_lines/co_positions: %s", pythons[i]);
         tests[n++] = (struct CMUnitTest){names[i], check_python, NULL, NULL, (void *)pythons[i]};
     }
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(forms);

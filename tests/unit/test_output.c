@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -163,6 +165,54 @@ static void test_symlink_not_followed(void **state)
     assert_int_equal(access("/nonexistent/should-not-be-created", F_OK), -1);
 }
 
+/* A FIFO or a character device named as the output is written in place (renaming over it would
+ * leave a regular file there); a symlink to one is still replaced, never followed; a block
+ * device or a directory is refused. */
+static void test_special_files(void **state)
+{
+    struct fixture *fx = *state;
+    char fifo[128], got[128], link[128];
+    snprintf(fifo, sizeof(fifo), "%s/fifo", fx->dir);
+    snprintf(got, sizeof(got), "%s/got", fx->dir);
+    snprintf(link, sizeof(link), "%s/link.svg", fx->dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) { /* the reader at the other end of the pipe */
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "cat '%s' > '%s'", fifo, got);
+        _exit(system(cmd) == 0 ? 0 : 1);
+    }
+    assert_int_equal(output_write(&fx->p, OUTPUT_FOLDED, fifo), 0);
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct stat st;
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    char *s = slurp(got, NULL);
+    assert_non_null(strstr(s, "inner (/app/x.py:3) 30\n"));
+    free(s);
+
+    assert_int_equal(symlink(fifo, link), 0);
+    assert_int_equal(output_write(&fx->p, OUTPUT_SVG, link), 0); /* would block if followed */
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+
+    if (geteuid() == 0) {
+        char null[128], blk[128];
+        snprintf(null, sizeof(null), "%s/null", fx->dir);
+        snprintf(blk, sizeof(blk), "%s/blk", fx->dir);
+        assert_int_equal(mknod(null, S_IFCHR | 0666, makedev(1, 3)), 0);
+        assert_int_equal(output_write(&fx->p, OUTPUT_SVG, null), 0);
+        assert_int_equal(lstat(null, &st), 0);
+        assert_true(S_ISCHR(st.st_mode));
+        assert_int_equal(mknod(blk, S_IFBLK | 0600, makedev(7, 200)), 0);
+        assert_int_equal(output_write(&fx->p, OUTPUT_SVG, blk), -EINVAL);
+    }
+    assert_int_equal(output_write(&fx->p, OUTPUT_SVG, fx->dir), -EISDIR);
+}
+
 static void test_tmpfile_flags(void **state)
 {
     struct fixture *fx = *state;
@@ -238,6 +288,9 @@ static void test_escape(void **state)
     assert_string_equal(buf, "a&lt;b&gt;&amp;&quot;&#39;? \xc3\xa9 ? ?? ??? ??? \xf0\x9f\x94\xa5|"
                              "q\\\"\\\\\\u000a\\u001f \xc3\xa9 ??");
     free(buf);
+    char *d = output_utf8_dup("ok \xc3\xa9 \xff\xc3 \xf0\x9f\x94\xa5");
+    assert_string_equal(d, "ok \xc3\xa9 ?? \xf0\x9f\x94\xa5");
+    free(d);
 }
 
 static void test_svg_content(void **state)
@@ -351,6 +404,37 @@ static void test_summary(void **state)
     free(buf);
 }
 
+/* A run that caught nothing still writes valid, empty files in every format. */
+static void test_empty_profile(void **state)
+{
+    struct fixture *fx = *state;
+    struct profile e;
+    assert_int_equal(profile_init(&e), 0);
+    profile_finish(&e);
+    static const char *names[] = {"e.folded", "e.svg", "e.json", "e.pb.gz"};
+    for (int i = OUTPUT_FOLDED; i <= OUTPUT_PPROF; i++) {
+        char path[128];
+        snprintf(path, sizeof(path), "%s/%s", fx->dir, names[i]);
+        assert_int_equal(output_write(&e, output_format_from_path(path), path), 0);
+        size_t len = 0;
+        char *s = slurp(path, &len);
+        assert_non_null(s);
+        if (i == OUTPUT_FOLDED)
+            assert_int_equal(len, 0);
+        else
+            assert_true(len > 0);
+        if (i == OUTPUT_SVG)
+            assert_non_null(strstr(s, "0 samples"));
+        if (i == OUTPUT_SPEEDSCOPE)
+            assert_non_null(strstr(s, "\"name\":\"all threads\""));
+        free(s);
+    }
+    FILE *null = fopen("/dev/null", "w");
+    assert_int_equal(summary_print(&e, null, 10), 0);
+    fclose(null);
+    profile_free(&e);
+}
+
 static void test_render_args(void **state)
 {
     struct fixture *fx = *state;
@@ -388,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_formats),
         cmocka_unit_test_setup_teardown(test_atomic_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_symlink_not_followed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_special_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tmpfile_flags, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stdout, setup, teardown),
@@ -396,6 +481,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_speedscope_content, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pprof_content, setup, teardown),
         cmocka_unit_test_setup_teardown(test_summary, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_empty_profile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_render_args, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

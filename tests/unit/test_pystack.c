@@ -5,6 +5,7 @@
  * The forged-memory test writes fake thread states and frame chains into a scratch buffer of the
  * target and links them into its thread list.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -72,7 +74,7 @@ static bool read_line(struct target *t, char *line, size_t cap)
             return true;
         }
         struct pollfd p = {t->fd, POLLIN, 0};
-        if (poll(&p, 1, 15000) <= 0 || t->len == sizeof(t->buf))
+        if (poll(&p, 1, 30000) <= 0 || t->len == sizeof(t->buf))
             return false;
         ssize_t got = read(t->fd, t->buf + t->len, sizeof(t->buf) - t->len);
         if (got <= 0)
@@ -101,6 +103,9 @@ static void parse_expect(struct expect *e, char *line)
     }
 }
 
+/* The workload of the running test; the teardown stops it even when the test failed. */
+static struct target *current;
+
 /* Starts `py nested.py mode [arg]` and waits for READY and `nexp` EXPECT lines. */
 static struct target *spawn(const char *py, const char *mode, const char *arg, int nexp)
 {
@@ -111,6 +116,7 @@ static struct target *spawn(const char *py, const char *mode, const char *arg, i
     t->pid = fork();
     assert_true(t->pid >= 0);
     if (t->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         dup2(p[1], 1);
         close(p[0]);
         execl(py, py, "tests/py/nested.py", mode, arg, (char *)NULL);
@@ -118,6 +124,7 @@ static struct target *spawn(const char *py, const char *mode, const char *arg, i
     }
     close(p[1]);
     t->fd = p[0];
+    current = t;
     bool ready = false;
     static char line[1 << 16];
     while ((!ready || t->nexp < nexp) && read_line(t, line, sizeof(line))) {
@@ -140,10 +147,18 @@ static void stop(struct target *t)
     waitpid(t->pid, NULL, 0);
     close(t->fd);
     free(t);
+    current = NULL;
 }
 
-static struct pystack *open_reader(pid_t pid, struct profile *prof, uint32_t depth,
-                                   uint32_t reads)
+static int teardown(void **state)
+{
+    (void)state;
+    if (current)
+        stop(current);
+    return 0;
+}
+
+static struct pystack *open_reader(pid_t pid, struct profile *prof, uint32_t depth, uint32_t reads)
 {
     struct pystack *ps = NULL;
     struct pystack_opts o = {.max_depth = depth, .max_reads = reads};
@@ -157,8 +172,7 @@ static struct pystack *open_reader(pid_t pid, struct profile *prof, uint32_t dep
 }
 
 /* The expected chain must be the root end of the frames read, frame by frame. */
-static void match(const struct profile *prof, const struct pystack_frame *fr, int n,
-                  const struct expect *e)
+static void match(const struct profile *prof, const struct pystack_frame *fr, int n, const struct expect *e)
 {
     int start = n - e->n;
     if (start < 0) {
@@ -169,8 +183,8 @@ static void match(const struct profile *prof, const struct pystack_frame *fr, in
         const struct frame *f = &prof->frames[fr[start + k].frame];
         const struct exp_frame *x = &e->f[k];
         if (strcmp(f->name, x->name) != 0 || f->line < x->lo || f->line > x->hi) {
-            print_error("frame %d: %s:%u, expected %s:%u-%u\n", start + k, f->name, f->line,
-                        x->name, x->lo, x->hi);
+            print_error("frame %d: %s:%u, expected %s:%u-%u\n", start + k, f->name, f->line, x->name, x->lo,
+                        x->hi);
             fail();
         }
         assert_non_null(f->file);
@@ -190,6 +204,7 @@ static bool have(void **state)
 /* -- Tests ------------------------------------------------------------------------------------- */
 
 static int raw_chain(pid_t pid, struct pystack *ps, pid_t tid, struct pystack_raw *raw, int max);
+static double ms_since(const struct timespec *t0);
 
 /* main → outer → middle → inner, blocked and spinning; one call per steady sample. */
 static void chain(void **state)
@@ -203,6 +218,13 @@ static void chain(void **state)
         struct profile prof;
         struct pystack *ps = open_reader(t->pid, &prof, 0, 0);
         unsigned flags;
+        /* Debian's python3.11 holds the runtime itself (static libpython); pyenv's link it. */
+        const struct pyrt *rt = pystack_runtime(ps);
+        char mm[16];
+        snprintf(mm, sizeof(mm), "%u.%u", rt->L.major, rt->L.minor);
+        assert_non_null(strstr(*state, mm));
+        assert_int_equal(rt->shared_lib, strncmp(*state, "/usr/bin/", 9) != 0);
+        assert_non_null(strstr(rt->path, rt->shared_lib ? "libpython" : "/usr/bin/python"));
         for (int i = 0; i < 20; i++) {
             struct remote_stats before = *pystack_remote_stats(ps);
             int n = pystack_read(ps, t->exp[0].tid, fr, 64, &flags);
@@ -360,7 +382,10 @@ static uint64_t rd64(pid_t pid, uint64_t addr)
     return v;
 }
 
-static void w64(pid_t pid, uint64_t addr, uint64_t v) { wmem(pid, addr, &v, 8); }
+static void w64(pid_t pid, uint64_t addr, uint64_t v)
+{
+    wmem(pid, addr, &v, 8);
+}
 
 static uint8_t rd8(pid_t pid, uint64_t addr)
 {
@@ -400,8 +425,8 @@ static double ms_since(const struct timespec *t0)
 #define FAKE_TID 0x3ffff000
 
 /* A str object: compact (ASCII when kind == 1 and ascii), `length` characters. */
-static void forge_str(pid_t pid, const struct pyrt_layout *L, uint64_t at, uint64_t length,
-                      unsigned state, const char *text)
+static void forge_str(pid_t pid, const struct pyrt_layout *L, uint64_t at, uint64_t length, unsigned state,
+                      const char *text)
 {
     w64(pid, at + L->str_length, length);
     uint32_t st = state;
@@ -410,8 +435,8 @@ static void forge_str(pid_t pid, const struct pyrt_layout *L, uint64_t at, uint6
         wmem(pid, at + L->str_ascii_data, text, strlen(text));
 }
 
-static void forge_code(pid_t pid, const struct pyrt *rt, uint64_t at, uint64_t qual,
-                       uint64_t file, uint64_t table, uint32_t first)
+static void forge_code(pid_t pid, const struct pyrt *rt, uint64_t at, uint64_t qual, uint64_t file,
+                       uint64_t table, uint32_t first)
 {
     const struct pyrt_layout *L = &rt->L;
     w64(pid, at + L->ob_type, rt->code_type);
@@ -422,8 +447,7 @@ static void forge_code(pid_t pid, const struct pyrt *rt, uint64_t at, uint64_t q
     wmem(pid, at + L->co_firstlineno, &first, 4);
 }
 
-static void forge_frame(pid_t pid, const struct pyrt_layout *L, uint64_t at, uint64_t code,
-                        uint64_t previous)
+static void forge_frame(pid_t pid, const struct pyrt_layout *L, uint64_t at, uint64_t code, uint64_t previous)
 {
     w64(pid, at + L->f_code, code);
     w64(pid, at + L->f_previous, previous);
@@ -460,29 +484,30 @@ static void forged(void **state)
     forge_code(pid, rt, absurd, huge_str, bad_str, huge_bytes, 9);
 
     /* Frame chains at B + 16384 ..; chain k's top frame in tops[k]. */
-    uint64_t F = B + 16384, tops[5];
+    uint64_t F = B + 16384, tops[6];
     forge_frame(pid, L, F, code, F + 128); /* 0: a loop of two frames */
     forge_frame(pid, L, F + 128, code, F);
     tops[0] = F;
-    tops[1] = 0x10; /* 1: unmapped */
+    tops[1] = 0x10;             /* 1: unmapped */
     uint64_t chain = B + 65536; /* 2: 6000 frames, each a separate read */
     for (int i = 0; i < 6000; i++)
-        forge_frame(pid, L, chain + (uint64_t)i * 128, code,
-                    i == 5999 ? 0 : chain + (uint64_t)(i + 1) * 128);
+        forge_frame(pid, L, chain + (uint64_t)i * 128, code, i == 5999 ? 0 : chain + (uint64_t)(i + 1) * 128);
     tops[2] = chain;
     forge_frame(pid, L, F + 256, absurd, 0); /* 3: absurd code object */
     tops[3] = F + 256;
     forge_frame(pid, L, F + 384, notcode, 0); /* 4: not a code object */
     tops[4] = F + 384;
+    forge_frame(pid, L, F + 512, code, 0xfffffffffffffff0ull); /* 5: previous near 2^64 */
+    tops[5] = F + 512;
 
     /* Fake thread states at B + k*512, linked after the last real one. */
     uint64_t interp = rd64(pid, rt->runtime_addr + L->rt_interpreters_head);
     uint64_t last = rd64(pid, interp + L->is_threads_head);
     while (rd64(pid, last + L->ts_next))
         last = rd64(pid, last + L->ts_next);
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < 6; k++) {
         uint64_t ts = B + (uint64_t)k * 512;
-        w64(pid, ts + L->ts_next, k == 4 ? 0 : ts + 512);
+        w64(pid, ts + L->ts_next, k == 5 ? 0 : ts + 512);
         w64(pid, ts + L->ts_interp, interp);
         w64(pid, ts + L->ts_native_thread_id, FAKE_TID + (uint64_t)k);
         if (L->ts_cframe) {
@@ -522,6 +547,10 @@ static void forged(void **state)
         n = pystack_read(ps, FAKE_TID + 4, fr, 1024, &flags); /* not code */
         assert_int_equal(n, 1);
         assert_string_equal(prof.frames[fr[0].frame].name, "<unreadable>");
+
+        n = pystack_read(ps, FAKE_TID + 5, fr, 1024, &flags); /* wrapping address */
+        assert_int_equal(n, 1);
+        assert_true(flags & PYSTACK_BROKEN);
         double ms = ms_since(&t0);
         print_message("forged round %d: %.2f ms\n", round, ms);
         assert_true(ms < 500);
@@ -541,6 +570,57 @@ static void forged(void **state)
     /* The real thread still reads fine, and the target still runs. */
     w64(pid, last + L->ts_next, 0);
     assert_true(pystack_read(ps, t->pid, fr, 1024, &flags) > 0);
+    assert_int_equal(kill(t->pid, 0), 0);
+    pystack_close(ps);
+    profile_free(&prof);
+    stop(t);
+}
+
+/* Threads created and destroyed without end while every task of the process is read. */
+static void churn(void **state)
+{
+    if (!have(state))
+        return;
+    struct target *t = spawn(*state, "churn", NULL, 0);
+    struct profile prof;
+    struct pystack *ps = open_reader(t->pid, &prof, 0, 0);
+    static struct pystack_frame fr[1024];
+    unsigned reads = 0, ok = 0, gone = 0, seen_short = 0;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)t->pid);
+    while (ms_since(&t0) < 1500) {
+        DIR *d = opendir(path);
+        assert_non_null(d);
+        for (struct dirent *e; (e = readdir(d));) {
+            if (e->d_name[0] == '.')
+                continue;
+            unsigned flags;
+            int n = pystack_read(ps, atoi(e->d_name), fr, 1024, &flags);
+            reads++;
+            if (n == -ESRCH) {
+                gone++;
+                continue;
+            }
+            assert_true(n >= 0);
+            ok++;
+            for (int i = 0; i < n; i++) {
+                const struct frame *f = &prof.frames[fr[i].frame];
+                assert_true(f->name[0] != 0);
+                seen_short += strstr(f->name, "short_lived") != NULL;
+            }
+        }
+        closedir(d);
+    }
+    struct pystack_stats st;
+    pystack_get_stats(ps, &st);
+    print_message("%u reads: %u stacks, %u without thread state, %u in short_lived; errors %lu, "
+                  "refreshes %lu (%lu deferred)\n",
+                  reads, ok, gone, seen_short, (unsigned long)st.errors, (unsigned long)st.l2_refreshes,
+                  (unsigned long)st.l2_refreshes_deferred);
+    assert_true(ok > 100 && seen_short > 0);
+    assert_true(st.errors * 20 < ok); /* a stale read now and then, not a broken reader */
     assert_int_equal(kill(t->pid, 0), 0);
     pystack_close(ps);
     profile_free(&prof);
@@ -589,19 +669,23 @@ static void refuse_nonpython(void **state)
 
 int main(void)
 {
-    static struct CMUnitTest tests[4 * NPY + 2];
-    static char names[4 * NPY][128];
-    static const struct { const char *what; void (*fn)(void **); } kinds[] = {
+    static struct CMUnitTest tests[5 * NPY + 2];
+    static char names[5 * NPY][128];
+    static const struct {
+        const char *what;
+        void (*fn)(void **);
+    } kinds[] = {
         {"chain main>outer>middle>inner, steady = 1 call", chain},
         {"4 threads", threads},
         {"recursion 1000, cap 512 truncates", deep},
         {"forged memory ends, errors counted", forged},
+        {"thread churn", churn},
     };
     size_t n = 0;
-    for (size_t k = 0; k < 4; k++)
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
         for (size_t i = 0; i < NPY; i++) {
             snprintf(names[n], sizeof(names[n]), "%s: %s", kinds[k].what, pythons[i]);
-            tests[n] = (struct CMUnitTest){names[n], kinds[k].fn, NULL, NULL, (void *)pythons[i]};
+            tests[n] = (struct CMUnitTest){names[n], kinds[k].fn, NULL, teardown, (void *)pythons[i]};
             n++;
         }
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(refuse_old);

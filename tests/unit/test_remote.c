@@ -88,8 +88,7 @@ static void batch(void **state)
     assert_int_equal(r.st.batched_successes, 1);
 
     /* A segment straddling the hole is not ok, even though part of it was read. */
-    struct remote_seg straddle[2] = {REMOTE_SEG(c.unmapped - 8, e, 16),
-                                     REMOTE_SEG(c.mapped, a, 4)};
+    struct remote_seg straddle[2] = {REMOTE_SEG(c.unmapped - 8, e, 16), REMOTE_SEG(c.mapped, a, 4)};
     assert_int_equal(remote_readv(&r, straddle, 2, true), 1);
     assert_false(straddle[0].ok);
     assert_true(straddle[1].ok);

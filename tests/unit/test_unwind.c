@@ -34,6 +34,7 @@
 #include <cmocka.h>
 
 #include "jitdump.h"
+#include "jitsyms.h"
 #include "maps.h"
 #include "proc.h"
 
@@ -435,6 +436,41 @@ static void test_jit_perf_map_only(void **state)
     snap_free(s);
 }
 
+/* jitsyms on its own: a perf map rewritten and a jitdump replaced; old names stay valid, the new
+ * content wins, dropped files are reported. */
+static void test_jitsyms_reload(void **state)
+{
+    char dir[] = "/tmp/pyebpf-jitsyms.XXXXXX", path[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/perf-1.map", dir);
+    FILE *fp = fopen(path, "w");
+    fprintf(fp, "1000 100 first\n2000 10 second\n");
+    fclose(fp);
+    struct jitsyms *j;
+    assert_int_equal(jitsyms_new(&j), 0);
+    assert_int_equal(jitsyms_load_perfmap(j, path), 1);
+    assert_int_equal(jitsyms_count(j), 2);
+    const char *first = jitsyms_find(j, 0x1080)->name;
+    assert_string_equal(first, "first");
+    assert_null(jitsyms_find(j, 0x1100));
+    assert_null(jitsyms_find(j, 0xfff));
+    /* rewritten: another size, so it reads as changed */
+    usleep(10 * 1000);
+    fp = fopen(path, "w");
+    fprintf(fp, "1000 200 first_again\n3000 10 third\nnot a line\n");
+    fclose(fp);
+    assert_int_equal(jitsyms_load_perfmap(j, path), 1); /* re-read, the old copy dropped */
+    assert_int_equal(jitsyms_count(j), 2);
+    assert_string_equal(jitsyms_find(j, 0x1180)->name, "first_again");
+    assert_null(jitsyms_find(j, 0x2000));
+    assert_string_equal(first, "first"); /* still valid */
+    /* unchanged: nothing re-read or dropped */
+    assert_int_equal(jitsyms_load_perfmap(j, path), 0);
+    jitsyms_free(j);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* -- Through a signal handler: glibc's __restore_rt has CFI made of expressions ------------- */
 
 static struct snap *sig_snap;
@@ -765,6 +801,7 @@ int main(void)
         cmocka_unit_test(test_stops),
         cmocka_unit_test(test_jit_region),
         cmocka_unit_test(test_jit_perf_map_only),
+        cmocka_unit_test(test_jitsyms_reload),
         cmocka_unit_test(test_signal_frame),
         cmocka_unit_test(test_live_python),
         cmocka_unit_test(test_live_python312_perf_map),

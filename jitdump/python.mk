@@ -1,0 +1,97 @@
+# The pyebpf_jit CPython extension, built for every interpreter in PYTHONS.
+#
+#   build/python<MAJOR.MINOR>/pyebpf_jit/{__init__,__main__}.py
+#   build/python<MAJOR.MINOR>/pyebpf_jit/_native<EXT_SUFFIX>   (libpyjit linked in statically)
+#
+# Put build/python<MAJOR.MINOR> on PYTHONPATH, or `make install-python` (part of `make install`)
+# to copy the package and pyebpf_jit.pth (honours PYEBPF_JIT=gdb,jitdump,perfmap) into each
+# interpreter's site-packages. Interpreters sharing a MAJOR.MINOR (Debian's /usr/bin/python3.11
+# and pyenv's 3.11.7) share one build: the first in PYTHONS compiles it, the ABI is the same.
+# Only 3.11-3.13 are built; others are listed by `make python-info` as skipped.
+
+PY_CANDIDATES := $(wildcard /root/.pyenv/versions/3.11.7/bin/python3.11 \
+                   /root/.pyenv/versions/3.12.1/bin/python3.12 \
+                   /root/.pyenv/versions/3.13.0/bin/python3.13) \
+                 $(if $(wildcard /usr/include/python3.11/Python.h),$(wildcard /usr/bin/python3.11))
+PYTHONS ?= python3 $(PY_CANDIDATES)
+
+# "MAJOR.MINOR INCLUDE EXT_SUFFIX PLATLIB" or nothing when the interpreter is unusable.
+PY_QUERY := import sys, sysconfig as s; p = s.get_paths(); \
+  print("%d.%d" % sys.version_info[:2], p["include"], s.get_config_var("EXT_SUFFIX"), p["platlib"])
+py_info = $(shell $(1) -c '$(PY_QUERY)' 2>/dev/null)
+PY_SUPPORTED := 3.11 3.12 3.13
+
+# name -> info, computed once per interpreter
+$(foreach p,$(PYTHONS),$(eval PYINFO_$(subst /,_,$(p)) := $(call py_info,$(p))))
+pyinfo = $(PYINFO_$(subst /,_,$(1)))
+py_ver = $(word 1,$(call pyinfo,$(1)))
+py_usable = $(and $(filter $(PY_SUPPORTED),$(call py_ver,$(1))),$(wildcard $(word 2,$(call pyinfo,$(1)))/Python.h))
+
+PY_USABLE := $(foreach p,$(PYTHONS),$(if $(call py_usable,$(p)),$(p)))
+# first interpreter of each MAJOR.MINOR builds it
+PY_BUILDERS :=
+PY_SEEN :=
+$(foreach p,$(PY_USABLE),$(if $(filter $(call py_ver,$(p)),$(PY_SEEN)),,\
+  $(eval PY_BUILDERS += $(p))$(eval PY_SEEN += $(call py_ver,$(p)))))
+
+PYJIT_EXT_SRCS := jitdump/pyebpf_jit.c $(filter-out jitdump/pyebpf_jit.c,$(wildcard jitdump/pyebpf_jit_*.c))
+PYJIT_EXT_HDRS := $(wildcard jitdump/pyebpf_jit*.h) jitdump/pyjit.h
+PYJIT_PKG_SRCS := $(wildcard jitdump/pyebpf_jit/*.py)
+PYJIT_EXT_MAP  := $(BUILD)/pyebpf_jit.map
+
+# Export only the module's entry point and the two symbols gdb looks up by name; everything
+# else from libpyjit stays local so two copies in one process cannot clash.
+$(PYJIT_EXT_MAP): jitdump/python.mk
+	@mkdir -p $(@D)
+	printf '{\n  global: PyInit__native; __jit_debug_register_code; __jit_debug_descriptor;\n  local: *;\n};\n' > $@
+
+# $(1) interpreter, $(2) MAJOR.MINOR, $(3) include dir, $(4) EXT_SUFFIX
+define PY_EXT_RULES
+PYJIT_EXT_$(2) := $(BUILD)/python$(2)/pyebpf_jit/_native$(4)
+PYJIT_PKG_$(2) := $(PYJIT_PKG_SRCS:jitdump/pyebpf_jit/%=$(BUILD)/python$(2)/pyebpf_jit/%)
+$$(PYJIT_EXT_$(2)): $(PYJIT_EXT_SRCS) $(PYJIT_EXT_HDRS) $(BUILD)/libpyjit.a $(PYJIT_EXT_MAP)
+	@mkdir -p $$(@D)
+	$$(CC) $$(CPPFLAGS) -I$(3) $$(CFLAGS) -fvisibility=hidden -shared $$(LDFLAGS) \
+	  -Wl,--version-script=$(PYJIT_EXT_MAP) -Wl,-z,noexecstack -o $$@ \
+	  $(PYJIT_EXT_SRCS) $(BUILD)/libpyjit.a -lpthread
+	@if nm -u $$@ | grep -q ' pyjit_'; then echo "$$@: libpyjit symbols missing:"; \
+	  nm -u $$@ | grep ' pyjit_'; rm -f $$@; exit 1; fi
+$(BUILD)/python$(2)/pyebpf_jit/%.py: jitdump/pyebpf_jit/%.py
+	@mkdir -p $$(@D)
+	cp $$< $$@
+python-ext: $$(PYJIT_EXT_$(2)) $$(PYJIT_PKG_$(2))
+endef
+
+$(foreach p,$(PY_BUILDERS),$(eval $(call PY_EXT_RULES,$(p),$(call py_ver,$(p)),$(word 2,$(call pyinfo,$(p))),$(word 3,$(call pyinfo,$(p))))))
+
+.PHONY: python-ext python-info install-python
+python-ext:
+# An ASan/UBSan-instrumented extension cannot be loaded by a normal interpreter: SANITIZE builds
+# leave it out (the integration tests then skip).
+ifneq ($(SANITIZE),1)
+all: python-ext
+endif
+
+python-info:
+	@$(foreach p,$(PYTHONS),echo "$(p): $(or $(call pyinfo,$(p)),unusable)$(if $(call py_usable,$(p)),, (skipped: needs 3.11-3.13 and Python.h))";)
+	@echo "built by: $(PY_BUILDERS)"
+
+# Installs into each interpreter's own site-packages (platlib), as pip would, and
+# scripts/pyebpf-perf into PREFIX/bin.
+install-python: python-ext
+	@$(foreach p,$(PY_USABLE),\
+	  d='$(DESTDIR)$(word 4,$(call pyinfo,$(p)))'; \
+	  echo "install pyebpf_jit for $(p) -> $$d"; \
+	  install -d "$$d/pyebpf_jit" && \
+	  install -m 644 $(BUILD)/python$(call py_ver,$(p))/pyebpf_jit/*.py "$$d/pyebpf_jit/" && \
+	  install -m 755 $(BUILD)/python$(call py_ver,$(p))/pyebpf_jit/_native*.so "$$d/pyebpf_jit/" && \
+	  install -m 644 jitdump/pyebpf_jit.pth "$$d/pyebpf_jit.pth" || exit 1;)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 scripts/pyebpf-perf $(DESTDIR)$(PREFIX)/bin/
+install: install-python
+
+# Trampoline overhead benchmark (results and commands: docs/python-jit.md).
+.PHONY: bench-tramp
+bench: bench-tramp
+bench-tramp: python-ext
+	$(PYTHON) bench/tramp.py --build $(BUILD)

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# gdb names Python frames: with pyebpf_jit on (gdb sink), a program stopped in
+# level1 -> level2 -> level3 -> time.sleep shows py::level3, py::level2, py::level1 in that
+# order in `gdb -p PID -batch -ex bt`, and the backtrace reaches main. One line per interpreter,
+# including Debian's stripped /usr/bin/python3.11.
+source "$(dirname "$0")/../lib.sh"
+need_cmd gdb
+[ "${SANITIZE:-0}" = 1 ] && skip_all "the extension is not built with sanitizers"
+
+cat > "$TMP/nested.py" <<'PY'
+import os, sys, time
+import pyebpf_jit
+
+def level3():
+    sys.stdout.write("ready %d\n" % os.getpid()); sys.stdout.flush()
+    time.sleep(120)
+
+def level2():
+    level3()
+
+def level1():
+    level2()
+
+pyebpf_jit.enable(gdb=True, jitdump=False)
+level1()
+PY
+
+# interpreter -> build dir of its MAJOR.MINOR
+pythons=(/root/.pyenv/versions/3.11.7/bin/python3.11 /root/.pyenv/versions/3.12.1/bin/python3.12
+         /root/.pyenv/versions/3.13.0/bin/python3.13 /usr/bin/python3.11)
+for py in "${pythons[@]}"; do
+    name="gdb bt names py::level3 > level2 > level1 and reaches main ($py)"
+    if [ ! -x "$py" ]; then skip "$name" "$py not installed"; continue; fi
+    ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    pkg="$BUILD/python$ver"
+    if ! ls "$pkg"/pyebpf_jit/_native*.so > /dev/null 2>&1; then
+        fail "$name" "extension not built in $pkg (make)"; continue
+    fi
+    # a fresh file per run: the background shell truncates it only after we may have looked
+    out="$TMP/out.$TAP_N" bt="$TMP/bt.$TAP_N"
+    PYTHONPATH="$pkg" "$py" "$TMP/nested.py" > "$out" 2>&1 &
+    pid=$!
+    for _ in $(seq 300); do grep -q "^ready" "$out" && break; sleep 0.1; done
+    if ! grep -q '^ready' "$out"; then
+        fail "$name" "program did not start: $(head -c 300 "$out")"; kill $pid 2>/dev/null; continue
+    fi
+    sleep 0.3 # let the sleep start
+    timeout 60 gdb -p $pid -batch -ex bt > "$bt" 2>&1
+    kill $pid 2>/dev/null; wait $pid 2>/dev/null
+    # frame numbers of each name, in backtrace order (innermost first)
+    f3=$(grep -n 'py::level3:' "$bt" | head -1 | cut -d: -f1)
+    f2=$(grep -n 'py::level2:' "$bt" | head -1 | cut -d: -f1)
+    f1=$(grep -n 'py::level1:' "$bt" | head -1 | cut -d: -f1)
+    if [ -z "$f3" ] || [ -z "$f2" ] || [ -z "$f1" ]; then
+        fail "$name" "missing py:: frames: $(grep -E '^#' "$bt" | head -20 | tr '\n' '|')"
+    elif ! [ "$f3" -lt "$f2" ] || ! [ "$f2" -lt "$f1" ]; then
+        fail "$name" "wrong order: level3@$f3 level2@$f2 level1@$f1"
+    # python's main() ends in a tail call to Py_BytesMain, so its own frame is gone by now; the
+    # walk has reached main when it reaches the libc frame that called it (and then _start).
+    elif ! grep -qE '^#[0-9]+ .* in (main \(|__libc_start_call_main \(main=)' "$bt" ||
+         ! grep -qE '^#[0-9]+ .* in _start \(' "$bt"; then
+        fail "$name" "backtrace does not reach main: $(grep -E '^#' "$bt" | tail -5 | tr '\n' '|')"
+    elif grep -q 'Backtrace stopped' "$bt"; then
+        fail "$name" "$(grep 'Backtrace stopped' "$bt")"
+    else
+        pass "$name"
+    fi
+    if [ -n "${VERBOSE:-}" ]; then grep -E "^#" "$bt"; fi
+done
