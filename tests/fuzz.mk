@@ -34,7 +34,9 @@ FUZZ_SRCS_pyrt     := user/pyrt.c user/remote.c
 FUZZ_SRCS_folded   := user/folded.c user/profile.c user/output.c user/svg.c user/svg_js.c \
                       user/speedscope.c user/pprof.c user/summary.c
 
-FUZZ_ALL       := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+# Targets are the tests/fuzz/fuzz_NAME.c that have a FUZZ_SRCS_NAME here (others, e.g. a module's
+# own target built by its fragment, are left to that fragment).
+FUZZ_ALL       := $(foreach t,$(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)),$(if $(FUZZ_SRCS_$(t)),$(t)))
 FUZZ_HAVE      := $(foreach t,$(FUZZ_ALL),$(if $(wildcard $(firstword $(FUZZ_SRCS_$(t)))),$(t)))
 FUZZ_MISSING   := $(filter-out $(FUZZ_HAVE),$(FUZZ_ALL))
 FUZZ_TARGETS   ?= $(FUZZ_HAVE)

@@ -207,16 +207,10 @@ PY
 
 gen_pyrt() {
     local d=$1 lib=/root/.pyenv/versions/3.13.0/lib/libpython3.13.so.1.0
-    # layout of fuzz_pyrt.c: u32 Py_Version, then the start of _PyRuntime (_Py_DebugOffsets)
+    # layout of fuzz_pyrt.c: the start of _PyRuntime (_Py_DebugOffsets)
     if [ -f "$lib" ] && objcopy -O binary --only-section=.PyRuntime "$lib" "$TMPD/rt" 2> /dev/null; then
-        python3 - "$TMPD/rt" "$d" << 'PY'
-import struct, sys
-rt = open(sys.argv[1], "rb").read()[:1024]
-version = struct.unpack_from("<Q", rt, 8)[0]
-for name, hexv in (("313", version), ("313-as-312", 0x030C01F0), ("313-as-314", 0x030E00A1)):
-    open(f"{sys.argv[2]}/cpython{name}-PyRuntime", "wb").write(struct.pack("<I", hexv & 0xFFFFFFFF) + rt)
-PY
-        note "pyrt: 3 seeds from $lib"
+        head -c 1024 "$TMPD/rt" > "$d/cpython313-PyRuntime"
+        note "pyrt: 1 seed from $lib"
     else
         note "pyrt: no 3.13 libpython with .PyRuntime"
     fi
