@@ -318,7 +318,7 @@ size_t pyrt_debug_offsets_size(unsigned minor)
 /* An offset that must lie inside a struct of `size` bytes (with `width` bytes to read there). */
 static bool inside(uint64_t off, uint64_t width, uint64_t size)
 {
-    return size <= (1u << 20) && off + width <= size;
+    return size <= (1u << 20) && off <= size && width <= size - off; /* no off + width wrap */
 }
 
 static const char *level_name(unsigned level)
