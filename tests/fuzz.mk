@@ -30,7 +30,7 @@ FUZZ_SRCS_perfmap  := user/perfmap_read.c
 FUZZ_SRCS_elfsym   := user/elfsym.c user/cfi_read.c user/cfi_expr.c
 FUZZ_SRCS_cfi      := user/cfi_read.c user/cfi_expr.c
 FUZZ_SRCS_linetable := user/linetable.c
-FUZZ_SRCS_pyrt     := user/pyrt.c user/remote.c
+FUZZ_SRCS_pyrt     := user/pyrt.c user/pyrt_debug.c user/maps.c user/remote.c
 FUZZ_SRCS_folded   := user/folded.c user/profile.c user/output.c user/svg.c user/svg_js.c \
                       user/speedscope.c user/pprof.c user/summary.c
 
