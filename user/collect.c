@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "pykernel.h"
 #include <time.h>
 
 #include "merge.h"
@@ -49,6 +51,7 @@ struct collector {
     uint32_t *native; /* scratch: native frames, leaf first */
     uint32_t *merged; /* scratch: merged user frames, leaf first */
     struct pystack_frame *py; /* scratch: Python frames, leaf first */
+    struct pykernel *pk;      /* in-kernel Python chains (NULL: remote reads only) */
 };
 
 static uint64_t mono_ns(void)
@@ -95,6 +98,7 @@ void collect_close(struct collector *c)
 {
     if (!c)
         return;
+    pykernel_close(c->pk);
     for (size_t i = 0; i < c->ntargets; i++) {
         proc_close(c->targets[i].proc);
         pystack_close(c->targets[i].ps);
@@ -356,15 +360,30 @@ static size_t unwind(struct collector *c, struct target *t, const struct sample_
     return r;
 }
 
-/* The Python frames of `tid` now, leaf first, into c->py; their number (0: none). */
-static size_t python_frames(struct collector *c, struct target *t, uint32_t tid)
+int collect_set_sampler(struct collector *c, struct sampler *s)
+{
+    pykernel_close(c->pk);
+    c->pk = NULL;
+    return s ? pykernel_open(&c->pk, s) : 0;
+}
+
+/* The Python frames of `tid`, leaf first, into c->py; their number (0: none). From the chain
+ * the kernel put into record ev when it carries one, else read now. */
+static size_t python_frames(struct collector *c, struct target *t, uint32_t tid, const struct sample_event *ev,
+                            size_t len)
 {
     unsigned flags = 0;
+    bool in_kernel = false;
     int n;
 
     if (!t->ps)
         return 0;
-    n = pystack_read(t->ps, (pid_t)tid, c->py, COLLECT_MAX_PY, &flags);
+    if (ev && c->pk)
+        n = pykernel_frames(c->pk, t->ps, ev, len, c->py, COLLECT_MAX_PY, &flags, &in_kernel);
+    else
+        n = pystack_read(t->ps, (pid_t)tid, c->py, COLLECT_MAX_PY, &flags);
+    if (n > 0 && in_kernel)
+        c->st.python_frames_in_kernel += (uint64_t)n;
     if (n < 0) {
         if (n != -ESRCH)
             c->st.python_read_errors++;
@@ -402,7 +421,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
     c->frames[n++] = (uint32_t)f;
 
     nu = unwind(c, t, ev, len);
-    np = python_frames(c, t, ev->tid);
+    np = python_frames(c, t, ev->tid, ev, len);
     if (t->ps && c->opts.python_only) {
         for (size_t i = np; i-- > 0;)
             c->frames[n++] = c->py[i].frame;
@@ -485,7 +504,7 @@ int collect_python_sample(struct collector *c, pid_t pid, pid_t tid, const char 
     python_attach(c, t);
     if (!t->ps)
         return -EAGAIN;
-    np = python_frames(c, t, (uint32_t)tid);
+    np = python_frames(c, t, (uint32_t)tid, NULL, 0);
     if (!np)
         return 0;
     f = thread_frame(c, (uint32_t)tid, comm, &fresh);
@@ -518,6 +537,8 @@ void collect_print_python_stats(const struct collector *c, FILE *f)
     fprintf(f, "python_read_errors: %" PRIu64 "\n", cs.python_read_errors);
     fprintf(f, "python_frames_in_kernel: %" PRIu64 "\n", cs.python_frames_in_kernel);
     fprintf(f, "merge_errors: %" PRIu64 "\n", cs.merge_errors);
+    if (c->pk)
+        pykernel_print_stats(c->pk, f);
     if (best)
         pystack_print_stats(best->ps, f);
 }

@@ -47,7 +47,7 @@ struct collect_stats {
     uint64_t python_targets;   /* processes attached as Python */
     uint64_t python_samples;   /* samples with Python frames */
     uint64_t python_frames;    /* Python frames added */
-    uint64_t python_frames_in_kernel; /* frames captured in the kernel (not yet: always 0) */
+    uint64_t python_frames_in_kernel; /* Python frames symbolised from in-kernel chains */
     uint64_t python_read_errors;      /* pystack_read failed other than -ESRCH */
     uint64_t merge_errors;     /* native eval-loop frames and Python groups disagreed */
 };
@@ -58,6 +58,10 @@ struct collector;
 void collect_proc_stats(const struct collector *c, struct proc_stats *out);
 
 int collect_open(struct collector **out, const struct collect_opts *o, struct profile *prof);
+/* Records of this sampler may carry in-kernel Python chains: use them (pykernel), and teach
+ * the sampler the threads read remotely. Call before the first record. */
+struct sampler;
+int collect_set_sampler(struct collector *c, struct sampler *s);
 /* Adds one record. Returns 1 when the record's thread was seen for the first time, 0 otherwise,
  * or a negative errno (-ENOMEM). */
 int collect_sample(struct collector *c, const struct sample_event *ev, size_t len);

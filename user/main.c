@@ -296,7 +296,9 @@ int main(int argc, char **argv)
         .python_only = o.python_only || o.no_bpf,
         .show_internal = o.show_internal,
         .verbose = o.verbose,
-        .py = {.max_depth = COLLECT_MAX_PY, .exact_reads = o.exact_reads},
+        /* With in-kernel chains a code object's header re-read would be a sample's only read:
+         * trust a validated one for a second. */
+        .py = {.max_depth = COLLECT_MAX_PY, .exact_reads = o.exact_reads, .code_trust_us = o.no_bpf ? 0 : 1000000},
     };
     err = collect_open(&r.collector, &co, &r.prof);
     if (err) {
@@ -317,6 +319,8 @@ int main(int argc, char **argv)
         .verbose = o.verbose,
     };
     err = o.no_bpf ? 0 : sampler_open(&r.sampler, &so, on_event, &r, &stage);
+    if (!err && r.sampler && !o.no_python)
+        err = collect_set_sampler(r.collector, r.sampler);
     if (err) {
         fprintf(stderr, "pyebpf-sample: %s\n", sampler_strerror(stage, err, msg, sizeof(msg)));
         goto out;

@@ -164,7 +164,6 @@ void pykernel_get_stats(const struct pykernel *pk, struct pykernel_stats *st)
 
 void pykernel_print_stats(const struct pykernel *pk, FILE *f)
 {
-    fprintf(f, "python_frames_in_kernel: %" PRIu64 "\n", pk->st.frames_in_kernel);
     fprintf(f, "python_samples_in_kernel: %" PRIu64 "\n", pk->st.samples_in_kernel);
     fprintf(f, "python_kernel_fallbacks: %" PRIu64 "\n", pk->st.fallbacks);
     fprintf(f, "python_threads_in_kernel: %" PRIu64 "\n", pk->st.threads_taught);
