@@ -207,6 +207,7 @@ struct py_walk {
     __u64 addr; /* next frame to read; 0: the chain ended */
     __u32 n;    /* frames in scratch */
     __u32 flags;
+    struct py_scratch *sc;
     struct sample_pylayout L;
 };
 
@@ -224,8 +225,8 @@ static __always_inline __u8 slice_u8(const struct py_scratch *sc, __u32 off)
 /* One frame per call (bpf_loop): read its slice, keep (code, instr, owner), go to previous. */
 static long py_step(__u64 i, struct py_walk *w)
 {
-    __u32 zero = 0, len = w->L.f_len;
-    struct py_scratch *sc;
+    __u32 len = w->L.f_len;
+    struct py_scratch *sc = w->sc;
     __u64 code, instr;
     __u8 owner, entry = 0;
 
@@ -235,7 +236,6 @@ static long py_step(__u64 i, struct py_walk *w)
         w->flags |= SAMPLE_PY_TRUNCATED;
         return 1;
     }
-    sc = bpf_map_lookup_elem(&py_scratch, &zero);
     if (!sc || len > SAMPLE_PY_SLICE_MAX || bpf_probe_read_user(sc->slice, len, (void *)(w->addr + w->L.f_lo))) {
         w->flags |= SAMPLE_PY_BROKEN;
         return 1;
@@ -306,6 +306,7 @@ static __always_inline void py_capture(struct sample_event *ev, __u32 tgid, __u3
     }
 
     w.addr = top;
+    w.sc = sc;
     bpf_loop(cfg_py_frames + 1, py_step, &w, 0);
     if (w.flags & SAMPLE_PY_BROKEN) {
         /* A half chain would be attributed wrongly: user space reads this one itself. */
