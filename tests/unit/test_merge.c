@@ -1,0 +1,166 @@
+/* Unit tests for user/merge.c: the merge rule on hand-made stacks (leaf first). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "merge.h"
+
+#define LIB "/usr/lib/libpython3.12.so.1.0"
+
+struct fx {
+    struct profile p;
+    struct merge m;
+};
+
+static uint32_t nat(struct profile *p, const char *name, const char *mod)
+{
+    int64_t f = profile_frame(p, FRAME_NATIVE, name, mod, 0);
+
+    assert_true(f >= 0);
+    return (uint32_t)f;
+}
+
+static struct pystack_frame py(struct profile *p, const char *name, int line, bool entry)
+{
+    int64_t f = profile_frame(p, FRAME_PYTHON, name, "/x.py", (uint32_t)line);
+
+    assert_true(f >= 0);
+    return (struct pystack_frame){.frame = (uint32_t)f, .entry = entry};
+}
+
+/* The merged stack as folded text, root first. */
+static void text(struct profile *p, const uint32_t *out, int n, char *buf, size_t size)
+{
+    size_t len = 0;
+
+    buf[0] = 0;
+    for (int i = n; i-- > 0;) {
+        char lab[256];
+
+        profile_frame_label(p, out[i], lab, sizeof(lab));
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", lab, i ? ";" : "");
+    }
+}
+
+static void run(bool show_internal, bool drop_eval, const char *want, bool want_error)
+{
+    struct profile p;
+    struct merge m;
+    uint32_t native[16], out[64];
+    struct pystack_frame pf[8];
+    char buf[1024];
+    size_t nn = 0, np = 0;
+    bool err;
+    int n;
+
+    assert_int_equal(profile_init(&p), 0);
+    assert_int_equal(merge_init(&m, &p, LIB, show_internal), 0);
+    /* compare_cb ← eval ← vectorcall ← closure ← qsort ← ffi_call ← MakeTpCall ← eval
+     *            ← py::main trampoline ← PyEval_EvalCode ← Py_RunMain ← __libc_start_main */
+    native[nn++] = nat(&p, "compare_cb", "/x/ext.so");
+    native[nn++] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
+    native[nn++] = nat(&p, "_PyFunction_Vectorcall", LIB);
+    native[nn++] = nat(&p, "ffi_closure", "/usr/lib/libffi.so.8");
+    native[nn++] = nat(&p, "qsort", "/usr/lib/libc.so.6");
+    native[nn++] = nat(&p, "ffi_call", "/usr/lib/libffi.so.8");
+    native[nn++] = nat(&p, "_PyObject_MakeTpCall", LIB);
+    if (!drop_eval)
+        native[nn++] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
+    native[nn++] = (uint32_t)profile_frame(&p, FRAME_JIT, "py::main:/x.py", NULL, 0);
+    native[nn++] = nat(&p, "PyEval_EvalCode", LIB);
+    native[nn++] = nat(&p, "__libc_start_main", "/usr/lib/libc.so.6");
+    pf[np++] = py(&p, "compare", 3, true);
+    pf[np++] = py(&p, "caller", 7, false);
+    pf[np++] = py(&p, "main", 9, true);
+    n = merge_stack(&m, native, nn, pf, np, out, 64, &err);
+    assert_true(n > 0);
+    text(&p, out, n, buf, sizeof(buf));
+    assert_string_equal(buf, want);
+    assert_int_equal(err, want_error);
+    assert_int_equal(m.merge_errors, want_error ? 1 : 0);
+    merge_free(&m);
+    profile_free(&p);
+}
+
+static void test_merge_default(void **st)
+{
+    (void)st;
+    run(false, false, "main (/x.py:9);caller (/x.py:7);ffi_call;qsort;ffi_closure;compare (/x.py:3);compare_cb",
+        false);
+}
+
+static void test_merge_show_internal(void **st)
+{
+    (void)st;
+    run(true, false,
+        "__libc_start_main;PyEval_EvalCode;_PyEval_EvalFrameDefault;main (/x.py:9);caller (/x.py:7);"
+        "_PyObject_MakeTpCall;ffi_call;qsort;ffi_closure;_PyFunction_Vectorcall;_PyEval_EvalFrameDefault;"
+        "compare (/x.py:3);compare_cb",
+        false);
+}
+
+static void test_merge_mismatch(void **st)
+{
+    (void)st;
+    /* One eval-loop frame, two Python groups: no gluing, the Python frames under a marker. */
+    run(false, true, "[merge error];main (/x.py:9);caller (/x.py:7);compare (/x.py:3);compare_cb", true);
+}
+
+static void test_merge_no_python(void **st)
+{
+    struct profile p;
+    struct merge m;
+    uint32_t native[2], out[4];
+    bool err;
+
+    (void)st;
+    assert_int_equal(profile_init(&p), 0);
+    assert_int_equal(merge_init(&m, &p, LIB, false), 0);
+    native[0] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
+    native[1] = nat(&p, "main", "/usr/bin/x");
+    assert_int_equal(merge_stack(&m, native, 2, NULL, 0, out, 4, &err), 2);
+    assert_false(err);
+    assert_int_equal(out[0], native[0]);
+    assert_int_equal(merge_classify(&m, native[0]), MERGE_C_EVAL);
+    assert_int_equal(merge_classify(&m, native[1]), MERGE_C_OTHER);
+    merge_free(&m);
+    profile_free(&p);
+}
+
+static void test_merge_truncated(void **st)
+{
+    struct profile p;
+    struct merge m;
+    uint32_t native[3], out[8];
+    struct pystack_frame pf[2];
+    bool err;
+
+    (void)st;
+    assert_int_equal(profile_init(&p), 0);
+    assert_int_equal(merge_init(&m, &p, LIB, false), 0);
+    native[0] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
+    native[1] = nat(&p, "Py_RunMain", LIB);
+    native[2] = nat(&p, "_start", "/usr/bin/python3");
+    pf[0] = py(&p, "rec", 2, false);
+    pf[1] = py(&p, "rec", 2, false); /* depth cap: the root-most group is open */
+    assert_int_equal(merge_stack(&m, native, 3, pf, 2, out, 8, &err), 2);
+    assert_false(err);
+    assert_int_equal(out[0], pf[0].frame);
+    merge_free(&m);
+    profile_free(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_merge_default),   cmocka_unit_test(test_merge_show_internal),
+        cmocka_unit_test(test_merge_mismatch),  cmocka_unit_test(test_merge_no_python),
+        cmocka_unit_test(test_merge_truncated),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
