@@ -94,11 +94,6 @@ int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct
     size_t n = 0, evals = 0, groups = 0, outer = 0, inner = nn, i, p = 0;
 
     *error = false;
-    if (!np) {
-        for (i = 0; i < nn; i++)
-            PUT(native[i]);
-        return (int)n;
-    }
     for (i = 0; i < nn; i++)
         if (merge_classify(m, native[i]) == MERGE_C_EVAL) {
             if (!evals)
@@ -109,13 +104,20 @@ int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct
     for (i = 0; i < np; i++)
         if (py[i].entry)
             groups++;
-    if (!py[np - 1].entry)
+    if (np && !py[np - 1].entry)
         groups++; /* truncated or broken: the root-most call is open */
+    if (!np && !evals) {
+        /* Not in Python code (a C thread, start-up, shutdown): the native stack as it is. */
+        for (i = 0; i < nn; i++)
+            PUT(native[i]);
+        return (int)n;
+    }
 
     if (evals != groups) {
         *error = true;
         m->merge_errors++;
-        for (i = 0; i < inner; i++)
+        /* With no Python frames at all, the native frames are all there is to show. */
+        for (i = 0; i < (np ? inner : nn); i++)
             if (keep(m, merge_classify(m, native[i])))
                 PUT(native[i]);
         for (i = 0; i < np; i++)

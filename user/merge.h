@@ -21,7 +21,10 @@
  *  - extension, libc, JIT (non-py::) frames stay.
  * When the number of eval-loop frames and of Python eval-loop groups differ, nothing is glued:
  * the result is the native frames leaf-ward of the innermost eval-loop frame (filtered as above),
- * then every Python frame, then a root frame "[merge error]", and merge_errors counts it.
+ * then every Python frame, then a root frame "[merge error]", and merge_errors counts it. No
+ * Python frames but eval-loop frames (the Python read failed or saw another instant) is a
+ * mismatch too: the native frames, filtered, under "[merge error]". No Python frames and no
+ * eval-loop frame: the native frames as they are.
  */
 #ifndef PYEBPF_MERGE_H
 #define PYEBPF_MERGE_H

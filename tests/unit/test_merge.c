@@ -121,13 +121,20 @@ static void test_merge_no_python(void **st)
     (void)st;
     assert_int_equal(profile_init(&p), 0);
     assert_int_equal(merge_init(&m, &p, LIB, false), 0);
-    native[0] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
+    native[0] = nat(&p, "PyObject_Malloc", LIB);
     native[1] = nat(&p, "main", "/usr/bin/x");
     assert_int_equal(merge_stack(&m, native, 2, NULL, 0, out, 4, &err), 2);
     assert_false(err);
     assert_int_equal(out[0], native[0]);
-    assert_int_equal(merge_classify(&m, native[0]), MERGE_C_EVAL);
+    assert_int_equal(merge_classify(&m, native[0]), MERGE_C_INTERNAL);
     assert_int_equal(merge_classify(&m, native[1]), MERGE_C_OTHER);
+    /* eval-loop frames but no Python frames: a mismatch, counted */
+    native[0] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
+    assert_int_equal(merge_classify(&m, native[0]), MERGE_C_EVAL);
+    assert_int_equal(merge_stack(&m, native, 2, NULL, 0, out, 4, &err), 2);
+    assert_true(err);
+    assert_int_equal(out[0], native[1]);
+    assert_int_equal(m.merge_errors, 1);
     merge_free(&m);
     profile_free(&p);
 }
