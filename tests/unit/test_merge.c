@@ -47,7 +47,13 @@ static void text(struct profile *p, const uint32_t *out, int n, char *buf, size_
     }
 }
 
-static void run(bool show_internal, bool drop_eval, const char *want, bool want_error)
+/* Scenarios over one native stack, leaf first:
+ *   compare_cb ← eval ← _PyFunction_Vectorcall ← ffi_closure ← qsort ← ffi_call ←
+ *   _PyObject_MakeTpCall ← eval ← py::main trampoline ← PyEval_EvalCode ← __libc_start_main
+ * leaf_at: index of the first native frame kept (2 = the sample was taken in ffi_closure, before
+ * the callback's eval-loop call); with_compare: whether the Python read holds compare. */
+static void run(bool show_internal, size_t leaf_at, bool with_compare, bool unreadable, const char *want,
+                bool want_error)
 {
     struct profile p;
     struct merge m;
@@ -60,8 +66,6 @@ static void run(bool show_internal, bool drop_eval, const char *want, bool want_
 
     assert_int_equal(profile_init(&p), 0);
     assert_int_equal(merge_init(&m, &p, LIB, show_internal), 0);
-    /* compare_cb ← eval ← vectorcall ← closure ← qsort ← ffi_call ← MakeTpCall ← eval
-     *            ← py::main trampoline ← PyEval_EvalCode ← Py_RunMain ← __libc_start_main */
     native[nn++] = nat(&p, "compare_cb", "/x/ext.so");
     native[nn++] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
     native[nn++] = nat(&p, "_PyFunction_Vectorcall", LIB);
@@ -69,15 +73,17 @@ static void run(bool show_internal, bool drop_eval, const char *want, bool want_
     native[nn++] = nat(&p, "qsort", "/usr/lib/libc.so.6");
     native[nn++] = nat(&p, "ffi_call", "/usr/lib/libffi.so.8");
     native[nn++] = nat(&p, "_PyObject_MakeTpCall", LIB);
-    if (!drop_eval)
-        native[nn++] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
+    native[nn++] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
     native[nn++] = (uint32_t)profile_frame(&p, FRAME_JIT, "py::main:/x.py", NULL, 0);
     native[nn++] = nat(&p, "PyEval_EvalCode", LIB);
     native[nn++] = nat(&p, "__libc_start_main", "/usr/lib/libc.so.6");
-    pf[np++] = py(&p, "compare", 3, true);
+    if (with_compare)
+        pf[np++] = py(&p, "compare", 3, true);
+    if (unreadable)
+        pf[np++] = (struct pystack_frame){(uint32_t)profile_frame(&p, FRAME_PYTHON, "<unreadable>", NULL, 0), false};
     pf[np++] = py(&p, "caller", 7, false);
     pf[np++] = py(&p, "main", 9, true);
-    n = merge_stack(&m, native, nn, pf, np, out, 64, &err);
+    n = merge_stack(&m, native + leaf_at, nn - leaf_at, pf, np, out, 64, &err);
     assert_true(n > 0);
     text(&p, out, n, buf, sizeof(buf));
     assert_string_equal(buf, want);
@@ -90,14 +96,16 @@ static void run(bool show_internal, bool drop_eval, const char *want, bool want_
 static void test_merge_default(void **st)
 {
     (void)st;
-    run(false, false, "main (/x.py:9);caller (/x.py:7);ffi_call;qsort;ffi_closure;compare (/x.py:3);compare_cb",
-        false);
+    run(false, 0, true, false,
+        "main (/x.py:9);caller (/x.py:7);ffi_call;qsort;ffi_closure;compare (/x.py:3);compare_cb", false);
+    /* sampled in ffi_closure, read in ffi_closure */
+    run(false, 3, false, false, "main (/x.py:9);caller (/x.py:7);ffi_call;qsort;ffi_closure", false);
 }
 
 static void test_merge_show_internal(void **st)
 {
     (void)st;
-    run(true, false,
+    run(true, 0, true, false,
         "__libc_start_main;PyEval_EvalCode;_PyEval_EvalFrameDefault;main (/x.py:9);caller (/x.py:7);"
         "_PyObject_MakeTpCall;ffi_call;qsort;ffi_closure;_PyFunction_Vectorcall;_PyEval_EvalFrameDefault;"
         "compare (/x.py:3);compare_cb",
@@ -107,8 +115,14 @@ static void test_merge_show_internal(void **st)
 static void test_merge_mismatch(void **st)
 {
     (void)st;
-    /* One eval-loop frame, two Python groups: no gluing, the Python frames under a marker. */
-    run(false, true, "[merge error];main (/x.py:9);caller (/x.py:7);compare (/x.py:3);compare_cb", true);
+    /* Sampled in ffi_closure (one eval-loop frame), read inside compare (two groups): compare is
+     * left out, the leaf says so. */
+    run(false, 3, true, false, "main (/x.py:9);caller (/x.py:7);ffi_call;qsort;ffi_closure;[merge error]", true);
+    /* Sampled inside compare (two eval-loop frames), read after it returned (one group). */
+    run(false, 0, false, false,
+        "main (/x.py:9);caller (/x.py:7);ffi_call;qsort;ffi_closure;[merge error];compare_cb", true);
+    /* A frame being set up could not be read: the grouping is not trusted. */
+    run(false, 0, true, true, "[merge error];ffi_call;qsort;ffi_closure;[merge error];compare_cb", true);
 }
 
 static void test_merge_no_python(void **st)
@@ -131,9 +145,10 @@ static void test_merge_no_python(void **st)
     /* eval-loop frames but no Python frames: a mismatch, counted */
     native[0] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
     assert_int_equal(merge_classify(&m, native[0]), MERGE_C_EVAL);
-    assert_int_equal(merge_stack(&m, native, 2, NULL, 0, out, 4, &err), 2);
+    /* the eval-loop frame becomes the marker; root-ward of it is start-up, hidden */
+    assert_int_equal(merge_stack(&m, native, 2, NULL, 0, out, 4, &err), 1);
     assert_true(err);
-    assert_int_equal(out[0], native[1]);
+    assert_int_equal(out[0], (uint32_t)m.error_frame);
     assert_int_equal(m.merge_errors, 1);
     merge_free(&m);
     profile_free(&p);
