@@ -33,6 +33,7 @@
 #include "target.h"
 
 #define ALIVE_CHECK_NS 100000000ull
+#define PY_DRAIN_NS    5000000ull
 
 struct run {
     struct cli_options *o;
@@ -161,6 +162,14 @@ static int on_event(void *ctx, const struct sample_event *ev, size_t len)
             r->stack_ends_fixed++;
     }
     return 0;
+}
+
+static uint64_t jitter(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
 }
 
 static double self_cpu_us(void)
@@ -386,6 +395,9 @@ int main(int argc, char **argv)
         interval_ns = (uint64_t)(sampler_ring_size(r.sampler) / 4 / per_s * 1e9);
         if (interval_ns > 20000000)
             interval_ns = 20000000;
+        /* Python stacks are read at drain time (until captured in the kernel): drain sooner. */
+        if (!o.no_python && interval_ns > PY_DRAIN_NS)
+            interval_ns = PY_DRAIN_NS;
         if (interval_ns < 1000000)
             interval_ns = 1000000;
     }
@@ -394,8 +406,12 @@ int main(int argc, char **argv)
     if (o.duration)
         t_end = t0 + (uint64_t)(o.duration * 1e9);
     next_check = t0 + ALIVE_CHECK_NS;
+    uint64_t rng = t0 | 1;
+
     while (!exiting) {
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = interval_ns};
+        /* Python stacks are read when records are drained: a drain period with jitter (50–150 %)
+         * keeps those reads from aliasing with a periodic workload. */
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(interval_ns / 2 + jitter(&rng) % interval_ns)};
         uint64_t now;
 
         if (r.nobpf) {
