@@ -262,7 +262,7 @@ int main(int argc, char **argv)
     unsigned long long start_time = 0;
     uint64_t t0, t_end = 0, next_check, interval_ns = 10000000;
     int go_fd = -1, err_fd = -1, err, ret = 1;
-    bool child_running = false, target_gone = false;
+    bool child_running = false, target_gone = false, nobpf_failed = false;
     int child_status = 0;
     pid_t child = 0;
     char state;
@@ -421,10 +421,12 @@ int main(int argc, char **argv)
             if (n == -ENOENT) {
                 fprintf(stderr, "pyebpf-sample: PID %d is not a Python process: --no-bpf samples Python "
                         "frames only\n", (int)o.pid);
+                nobpf_failed = true;
                 break;
             }
             if (n < 0 && n != -EINTR) {
                 fprintf(stderr, "pyebpf-sample: %s\n", strerror(-n));
+                nobpf_failed = true;
                 break;
             }
         } else {
@@ -486,7 +488,7 @@ int main(int argc, char **argv)
         print_stats(stderr, &r, duration, sc.lost, sc.matched, &sc);
     if (!o.quiet && r.prof.meta.samples == 0)
         fprintf(stderr, "pyebpf-sample: no samples (the target used no CPU while sampled)\n");
-    ret = 0;
+    ret = nobpf_failed ? 1 : 0;
     goto out;
 oom:
     fprintf(stderr, "pyebpf-sample: out of memory\n");

@@ -141,3 +141,15 @@ if command -v setpriv > /dev/null; then
 else
     skip "only CAP_SYS_PTRACE: --no-bpf" "needs setpriv"
 fi
+
+# Not Python: native frames as before, one -v note; --no-bpf refuses it.
+"$S" -v -q -F 99 -o "$TMP/c.folded" -- sleep 4 2> "$TMP/c.err" > /dev/null
+notes=$(grep -c 'no Python frames' "$TMP/c.err")
+check "non-Python target: one -v note ($notes)" [ "$notes" = 1 ]
+"$S" -q --no-bpf -o /dev/null -- sleep 5 2> "$TMP/nb_c.err"
+rc=$?
+if [ $rc != 0 ] && grep -q 'not a Python process' "$TMP/nb_c.err"; then
+    pass "--no-bpf on a non-Python target: refused (rc $rc)"
+else
+    fail "--no-bpf on a non-Python target: refused" "rc $rc: $(head -c 200 "$TMP/nb_c.err")"
+fi
