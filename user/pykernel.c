@@ -104,7 +104,7 @@ int pykernel_decode(const struct sample_event *ev, size_t len, struct pystack_ra
     size_t n = ev->py_count;
     const uint8_t *p;
 
-    if (!(ev->py_flags & SAMPLE_PY_CAPTURED) || (ev->py_flags & (SAMPLE_PY_STALE | SAMPLE_PY_BROKEN)))
+    if (!pykernel_has_chain(ev))
         return -ENOENT;
     if (len < off || (len - off) / sizeof(struct sample_pyframe) < n)
         return -EINVAL;

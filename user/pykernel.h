@@ -47,6 +47,12 @@ int pykernel_layout(const struct pyrt_layout *in, struct sample_pylayout *out);
 int pykernel_decode(const struct sample_event *ev, size_t len, struct pystack_raw *out, size_t max,
                     bool *truncated);
 
+/* Whether record ev carries a usable chain (pykernel_decode would not return -ENOENT). */
+static inline bool pykernel_has_chain(const struct sample_event *ev)
+{
+    return (ev->py_flags & SAMPLE_PY_CAPTURED) && !(ev->py_flags & (SAMPLE_PY_STALE | SAMPLE_PY_BROKEN));
+}
+
 /* s may be NULL: then every record falls back to pystack_read. */
 int pykernel_open(struct pykernel **out, struct sampler *s);
 void pykernel_close(struct pykernel *pk);
