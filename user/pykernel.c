@@ -21,6 +21,7 @@ struct pk_proc {
 
 struct pykernel {
     struct sampler *s;
+    const struct profile *prof;
     struct pk_proc *procs;
     size_t nprocs, cap_procs;
     uint32_t *tids; /* open addressing set of taught tids (0: empty), power-of-two size */
@@ -128,7 +129,7 @@ int pykernel_decode(const struct sample_event *ev, size_t len, struct pystack_ra
 
 /* -- Lifecycle ------------------------------------------------------------------------------ */
 
-int pykernel_open(struct pykernel **out, struct sampler *s)
+int pykernel_open(struct pykernel **out, struct sampler *s, const struct profile *prof)
 {
     struct pykernel *pk = calloc(1, sizeof(*pk));
 
@@ -136,6 +137,7 @@ int pykernel_open(struct pykernel **out, struct sampler *s)
     if (!pk)
         return -ENOMEM;
     pk->s = s;
+    pk->prof = prof;
     pk->cap_tids = 64;
     pk->tids = calloc(pk->cap_tids, sizeof(*pk->tids));
     pk->raw = calloc(MAX_RAW, sizeof(*pk->raw));
@@ -172,6 +174,7 @@ void pykernel_print_stats(const struct pykernel *pk, FILE *f)
     fprintf(f, "python_kernel_stale: %" PRIu64 "\n", pk->st.stale);
     fprintf(f, "python_kernel_broken: %" PRIu64 "\n", pk->st.broken);
     fprintf(f, "python_kernel_truncated: %" PRIu64 "\n", pk->st.truncated);
+    fprintf(f, "python_kernel_rejected: %" PRIu64 "\n", pk->st.rejected);
     if (pk->s && !sampler_counters(pk->s, &c)) {
         fprintf(f, "python_kernel_reads: %" PRIu64 "\n", c.py_reads);
         fprintf(f, "python_kernel_reads_per_sample: %.2f\n",
@@ -255,6 +258,21 @@ static void teach(struct pykernel *pk, struct pystack *ps, const struct sample_e
     }
 }
 
+/* Every frame named, with a file and a line. */
+static bool frames_sound(const struct pykernel *pk, const struct pystack_frame *f, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const struct frame *pf;
+
+        if (f[i].frame >= pk->prof->nframes)
+            return false;
+        pf = &pk->prof->frames[f[i].frame];
+        if (!pf->file || !pf->line)
+            return false;
+    }
+    return true;
+}
+
 int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample_event *ev, size_t len,
                     struct pystack_frame *out, size_t max, unsigned *flags, bool *in_kernel)
 {
@@ -265,15 +283,22 @@ int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample
         *in_kernel = false;
     n = pykernel_decode(ev, len, pk->raw, MAX_RAW, &truncated);
     if (n >= 0) {
-        pk->st.samples_in_kernel++;
-        pk->st.frames_in_kernel += (uint64_t)n;
-        if (truncated)
-            pk->st.truncated++;
-        if (flags)
-            *flags = truncated ? PYSTACK_TRUNCATED : 0;
-        if (in_kernel)
-            *in_kernel = true;
-        return pystack_symbolize(ps, pk->raw, (size_t)n, truncated, out, max);
+        n = pystack_symbolize(ps, pk->raw, (size_t)n, truncated, out, max);
+        if (n < 0 || !pk->prof || frames_sound(pk, out, n)) {
+            pk->st.samples_in_kernel++;
+            pk->st.frames_in_kernel += n > 0 ? (uint64_t)n : 0;
+            if (truncated)
+                pk->st.truncated++;
+            if (flags)
+                *flags = truncated ? PYSTACK_TRUNCATED : 0;
+            if (in_kernel)
+                *in_kernel = true;
+            return n;
+        }
+        /* A code object freed and its address reused since it was validated would be named as
+         * the old one until its trust ran out: validate every header in the read below. */
+        pk->st.rejected++;
+        pystack_distrust(ps);
     }
     pk->st.fallbacks++;
     if (ev->py_flags & SAMPLE_PY_STALE)
