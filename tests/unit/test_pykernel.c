@@ -256,6 +256,9 @@ static void run_phase(struct sampler *smp, struct seen *s, unsigned want)
         assert_true(sampler_poll(smp) >= 0);
     }
     s->phase = 0;
+    print_message("# records %u: captured %u truncated %u stale %u broken %u unknown %u exact %u, frames %u-%u\n",
+                  s->n, s->captured, s->truncated, s->stale, s->broken, s->unknown, s->exact,
+                  s->min_count == UINT32_MAX ? 0 : s->min_count, s->max_count);
     assert_true(s->n >= 5);
 }
 
