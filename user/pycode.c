@@ -40,6 +40,7 @@ struct pycode {
     struct pystack_stats *st;
     uint64_t sample;
     uint64_t now_ns, trust_ns; /* entries validated less than trust_ns ago need no re-read */
+    uint64_t distrust_ns;      /* ... unless validated before this (pycode_distrust) */
     uint32_t next_id;
     struct code_entry *codes;
     uint32_t ncodes, codes_cap; /* cap: power of two */
@@ -218,7 +219,13 @@ void pycode_begin(struct pycode *c, uint64_t now_ns)
 /* Validated in this sample, or recently enough under the trust window. */
 static bool fresh(const struct pycode *c, const struct code_entry *e)
 {
-    return e->checked == c->sample || (c->trust_ns && e->checked && c->now_ns - e->checked_ns < c->trust_ns);
+    return e->checked == c->sample || (c->trust_ns && e->checked && c->now_ns - e->checked_ns < c->trust_ns &&
+                                       e->checked_ns > c->distrust_ns);
+}
+
+void pycode_distrust(struct pycode *c, uint64_t now_ns)
+{
+    c->distrust_ns = now_ns;
 }
 
 /* -- Validation ---------------------------------------------------------------------------------- */

@@ -26,6 +26,9 @@ void pycode_free(struct pycode *c);
  * (unless within the trust window). */
 void pycode_begin(struct pycode *c, uint64_t now_ns);
 
+/* Entries validated up to now_ns are no longer trusted: the next sample re-reads their headers. */
+void pycode_distrust(struct pycode *c, uint64_t now_ns);
+
 /* A header of code object `addr` read in this sample elsewhere (the predicted batch). */
 void pycode_header(struct pycode *c, uint64_t addr, const uint8_t *hdr);
 

@@ -566,6 +566,11 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
     return rc;
 }
 
+void pystack_distrust(struct pystack *ps)
+{
+    pycode_distrust(ps->code, now_ns());
+}
+
 int pystack_symbolize(struct pystack *ps, const struct pystack_raw *raw, size_t n, bool truncated,
                       struct pystack_frame *out, size_t max)
 {

@@ -104,6 +104,10 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
 int pystack_symbolize(struct pystack *ps, const struct pystack_raw *raw, size_t n, bool truncated,
                       struct pystack_frame *out, size_t max);
 
+/* Ends the trust window (code_trust_us) of every code object validated so far: the next sample
+ * re-reads their headers. For a caller that saw a frame named wrongly (an address reused). */
+void pystack_distrust(struct pystack *ps);
+
 /* The thread state of `tid` (for the in-kernel reader), from the caches. */
 int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate);
 
