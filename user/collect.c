@@ -31,6 +31,7 @@ struct collector {
     struct collect_stats st;
     uint32_t *frames; /* scratch: one stack */
     uint64_t *ips;    /* scratch: native unwind */
+    bool truncated;   /* the last unwind stopped at a depth limit */
 };
 
 int collect_open(struct collector **out, const struct collect_opts *o, struct profile *prof)
@@ -45,7 +46,7 @@ int collect_open(struct collector **out, const struct collect_opts *o, struct pr
     c->prof = prof;
     c->cap_threads = 256;
     c->threads = calloc(c->cap_threads, sizeof(*c->threads));
-    c->frames = calloc(1 + COLLECT_MAX_DEPTH + SAMPLE_MAX_STACK_DEPTH, sizeof(*c->frames));
+    c->frames = calloc(2 + COLLECT_MAX_DEPTH + SAMPLE_MAX_STACK_DEPTH, sizeof(*c->frames));
     c->ips = calloc(COLLECT_MAX_DEPTH, sizeof(*c->ips));
     if (!c->threads || !c->frames || !c->ips) {
         collect_close(c);
@@ -238,6 +239,11 @@ static size_t unwind(struct collector *c, struct target *t, const struct sample_
         if (n > SAMPLE_MAX_STACK_DEPTH)
             n = SAMPLE_MAX_STACK_DEPTH;
         memcpy(c->ips, ev->ustack, n * 8);
+        /* A chain that fills the kernel's buffer was cut there (or is exactly that deep). */
+        if (n == SAMPLE_MAX_STACK_DEPTH) {
+            c->st.unwind_truncated++;
+            c->truncated = true;
+        }
         if (!n && ev->regs.ip) {
             c->ips[0] = ev->regs.ip;
             n = 1;
@@ -276,8 +282,10 @@ static size_t unwind(struct collector *c, struct target *t, const struct sample_
     }
     if (stop & (UNWIND_STOP_NO_CFI | UNWIND_STOP_STACK | UNWIND_STOP_BAD))
         c->st.unwind_errors++;
-    if (stop & UNWIND_STOP_MAXDEPTH)
+    if (stop & UNWIND_STOP_MAXDEPTH) {
         c->st.unwind_truncated++;
+        c->truncated = true;
+    }
     return r;
 }
 
@@ -297,7 +305,16 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
         return (int)f;
     c->frames[n++] = (uint32_t)f;
 
+    c->truncated = false;
     nu = unwind(c, t, ev, len);
+    if (c->truncated) {
+        /* The root side of the stack is missing: say so, rather than let the cut stack pose as
+         * a root of its own. */
+        f = profile_frame(c->prof, FRAME_OTHER, "[truncated]", NULL, 0);
+        if (f < 0)
+            return (int)f;
+        c->frames[n++] = (uint32_t)f;
+    }
     for (size_t i = nu; i-- > 0;) {
         f = user_frame(c, t, c->ips[i], i == 0);
         if (f < 0)
