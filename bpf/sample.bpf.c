@@ -38,6 +38,17 @@ struct {
     __type(value, __u8);
 } targets SEC(".maps");
 
+/* Start time of a target named by PID (tgid -> clock ticks since boot, as /proc/PID/stat field
+ * 22 has it): a sample of a process whose start differs is another process that got the PID
+ * after the target exited, and is dropped. Targets without an entry are not checked (launch
+ * mode: the collector's own child cannot be reused before it is reaped). */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, SAMPLE_MAX_TARGETS);
+    __type(key, __u32);
+    __type(value, __u64);
+} target_start SEC(".maps");
+
 /* Launch mode: the forked command (tgid -> unused) becomes a target when it calls exec, so no
  * sample shows the collector's own code running in the child before exec. */
 struct {
@@ -180,6 +191,17 @@ int sample(struct bpf_perf_event_data *ctx)
     }
     if (!bpf_map_lookup_elem(&targets, &tgid))
         return 0;
+    __u64 *start = bpf_map_lookup_elem(&target_start, &tgid);
+
+    if (start) {
+        struct task_struct *cur = bpf_get_current_task_btf();
+        __u64 ticks = BPF_CORE_READ(cur, group_leader, start_boottime) / SAMPLE_TICK_NS;
+
+        if (ticks != *start) {
+            count(SAMPLE_CNT_REUSED);
+            return 0;
+        }
+    }
     count(SAMPLE_CNT_MATCHED);
 
     if (size > SAMPLE_STACK_COPY_MAX)

@@ -37,6 +37,7 @@
 #define SAMPLE_COMM_LEN           16
 #define SAMPLE_MAX_TARGETS        1024  /* processes sampled at once */
 #define SAMPLE_MAX_THREADS        65536 /* per-thread stack ends known */
+#define SAMPLE_TICK_NS            10000000 /* USER_HZ 100: /proc/PID/stat start time unit */
 
 /* flags */
 #define SAMPLE_F_IN_KERNEL    (1u << 0) /* the sample landed in kernel mode */
@@ -53,6 +54,7 @@ enum sample_counter {
     SAMPLE_CNT_LOST,        /* ring buffer full: record dropped */
     SAMPLE_CNT_COPY_ERR,    /* stack copy failed at every size */
     SAMPLE_CNT_COPY_RETRY,  /* a copy needed a smaller size */
+    SAMPLE_CNT_REUSED,      /* a target's PID named another process (start time differs) */
     SAMPLE_CNT_NR,
 };
 
