@@ -216,6 +216,7 @@ static __always_inline __u32 copy_stack(struct sample_event *ev, struct task_str
 
 struct py_walk {
     __u64 addr; /* next frame to read; 0: the chain ended */
+    __u64 mark; /* frame address saved at each power-of-two step: seeing it again is a loop */
     __u32 n;    /* frames in scratch */
     __u32 flags;
     struct sample_pylayout L;
@@ -266,6 +267,15 @@ static long py_step(__u64 i, struct py_walk *w)
     sc->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].instr = instr;
     w->n++;
     w->addr = slice_u64(sc, w->L.f_previous);
+    /* A chain that loops (forged or torn memory) would fill the cap with copies of itself:
+     * Brent's cycle check, one compare per frame, finds a loop within about twice its
+     * distance from the leaf; user space then reads the chain itself and counts the loop. */
+    if (w->addr && w->addr == w->mark) {
+        w->flags |= SAMPLE_PY_BROKEN;
+        return 1;
+    }
+    if (!(w->n & (w->n - 1)))
+        w->mark = w->addr;
     return 0;
 }
 
