@@ -397,6 +397,8 @@ static size_t python_frames(struct collector *c, struct target *t, uint32_t tid,
             c->st.python_read_errors++;
         return 0;
     }
+    if (n > 0 && (flags & PYSTACK_TRUNCATED))
+        c->truncated = true; /* the root side of the Python stack is missing */
     if (n > 0) {
         t->py_samples++;
         c->st.python_samples++;
@@ -430,15 +432,17 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
 
     c->truncated = false;
     nu = unwind(c, t, ev, len);
-    if (c->truncated && !(t->ps && c->opts.python_only)) {
-        /* The root side of the native stack is missing: say so, rather than let the cut
-         * stack pose as a root of its own. */
+    if (t->ps && c->opts.python_only)
+        c->truncated = false; /* native frames are not shown */
+    np = python_frames(c, t, ev->tid, ev, len);
+    if (c->truncated) {
+        /* The root side of the stack is missing (native or Python depth limit): say so,
+         * rather than let the cut stack pose as a root of its own. */
         f = profile_frame(c->prof, FRAME_OTHER, "[truncated]", NULL, 0);
         if (f < 0)
             return (int)f;
         c->frames[n++] = (uint32_t)f;
     }
-    np = python_frames(c, t, ev->tid, ev, len);
     if (t->ps && c->opts.python_only) {
         for (size_t i = np; i-- > 0;)
             c->frames[n++] = c->py[i].frame;
@@ -521,6 +525,7 @@ int collect_python_sample(struct collector *c, pid_t pid, pid_t tid, const char 
     python_attach(c, t);
     if (!t->ps)
         return -EAGAIN;
+    c->truncated = false;
     np = python_frames(c, t, (uint32_t)tid, NULL, 0);
     if (!np)
         return 0;
@@ -528,6 +533,11 @@ int collect_python_sample(struct collector *c, pid_t pid, pid_t tid, const char 
     if (f < 0)
         return (int)f;
     c->frames[n++] = (uint32_t)f;
+    if (c->truncated) {
+        if ((f = other_frame(c, "[truncated]")) < 0)
+            return (int)f;
+        c->frames[n++] = (uint32_t)f;
+    }
     for (size_t i = np; i-- > 0;)
         c->frames[n++] = c->py[i].frame;
     c->st.frames += n - 1;
