@@ -397,8 +397,10 @@ static size_t python_frames(struct collector *c, struct target *t, uint32_t tid,
             c->st.python_read_errors++;
         return 0;
     }
-    if (n > 0 && (flags & PYSTACK_TRUNCATED))
-        c->truncated = true; /* the root side of the Python stack is missing */
+    /* The root side of the Python stack is missing: cut at the depth cap, or the walk stopped
+     * early (read budget spent, unreadable or invalid frame, loop). */
+    if (n > 0 && (flags & (PYSTACK_TRUNCATED | PYSTACK_BROKEN)))
+        c->truncated = true;
     if (n > 0) {
         t->py_samples++;
         c->st.python_samples++;
