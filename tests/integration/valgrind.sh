@@ -46,9 +46,9 @@ memcheck() {
 
 "$P/callgraph" 60 & tgt=$!
 memcheck native "$tgt"
-kill "$tgt"; wait "$tgt" 2> /dev/null
+kill "$tgt"; wait "$tgt" 2> /dev/null || true
 
 "$PY" "$TMP/busy.py" 60 & tgt=$!
 sleep 0.5
 memcheck python "$tgt"
-kill "$tgt"; wait "$tgt" 2> /dev/null
+kill "$tgt"; wait "$tgt" 2> /dev/null || true
