@@ -164,7 +164,7 @@ static uint32_t max_u32(uint32_t a, uint32_t b)
 /* An offset from _Py_DebugOffsets that must point inside a structure of `size` bytes. */
 static bool off_ok(uint64_t off, uint64_t width, uint64_t size)
 {
-    return size <= (1u << 20) && off + width <= size;
+    return size <= (1u << 20) && off <= size && width <= size - off; /* no off + width wrap */
 }
 
 /* Fills the fields derived from the offsets: how much of each struct one read must cover. */
