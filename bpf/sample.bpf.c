@@ -44,6 +44,17 @@ struct {
     __type(value, __u8);
 } targets SEC(".maps");
 
+/* Start time of a target named by PID (tgid -> clock ticks since boot, as /proc/PID/stat field
+ * 22 has it): a sample of a process whose start differs is another process that got the PID
+ * after the target exited, and is dropped. Targets without an entry are not checked (launch
+ * mode: the collector's own child cannot be reused before it is reaped). */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, SAMPLE_MAX_TARGETS);
+    __type(key, __u32);
+    __type(value, __u64);
+} target_start SEC(".maps");
+
 /* Launch mode: the forked command (tgid -> unused) becomes a target when it calls exec, so no
  * sample shows the collector's own code running in the child before exec. */
 struct {
@@ -210,6 +221,7 @@ struct py_walk {
     __u64 addr;  /* next frame to read; 0: the chain ended */
     __u64 wbase; /* address of win[0]; 0: nothing in win */
     __u64 wend;  /* end of what win holds */
+    __u64 mark;  /* frame address saved at each power-of-two step: seeing it again is a loop */
     __u32 n;     /* frames in scratch */
     __u32 flags;
     struct py_scratch *sc;
@@ -298,6 +310,15 @@ static long py_step(__u64 i, struct py_walk *w)
     sc->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].instr = instr;
     w->n++;
     w->addr = win_u64(sc, at, w->L.f_previous);
+    /* A chain that loops (forged or torn memory) would fill the cap with copies of itself:
+     * Brent's cycle check, one compare per frame, finds a loop within about twice its
+     * distance from the leaf; user space then reads the chain itself and counts the loop. */
+    if (w->addr && w->addr == w->mark) {
+        w->flags |= SAMPLE_PY_BROKEN;
+        return 1;
+    }
+    if (!(w->n & (w->n - 1)))
+        w->mark = w->addr;
     return 0;
 }
 
@@ -406,6 +427,17 @@ int sample(struct bpf_perf_event_data *ctx)
     }
     if (!bpf_map_lookup_elem(&targets, &tgid))
         return 0;
+    __u64 *start = bpf_map_lookup_elem(&target_start, &tgid);
+
+    if (start) {
+        struct task_struct *cur = bpf_get_current_task_btf();
+        __u64 ticks = BPF_CORE_READ(cur, group_leader, start_boottime) / SAMPLE_TICK_NS;
+
+        if (ticks != *start) {
+            count(SAMPLE_CNT_REUSED);
+            return 0;
+        }
+    }
     count(SAMPLE_CNT_MATCHED);
 
     if (size > SAMPLE_STACK_COPY_MAX)

@@ -44,6 +44,7 @@
 #define SAMPLE_COMM_LEN           16
 #define SAMPLE_MAX_TARGETS        1024  /* processes sampled at once */
 #define SAMPLE_MAX_THREADS        65536 /* per-thread stack ends known */
+#define SAMPLE_TICK_NS            10000000 /* USER_HZ 100: /proc/PID/stat start time unit */
 #define SAMPLE_PY_FRAMES_DEFAULT  1024  /* Python frames read in the kernel per sample */
 #define SAMPLE_PY_FRAMES_MAX      1024  /* upper bound of that cap (a power of two; the
                                            per-CPU scratch must stay under 32 KiB) */
@@ -70,6 +71,7 @@ enum sample_counter {
     SAMPLE_CNT_LOST,        /* ring buffer full: record dropped */
     SAMPLE_CNT_COPY_ERR,    /* stack copy failed at every size */
     SAMPLE_CNT_COPY_RETRY,  /* a copy needed a smaller size */
+    SAMPLE_CNT_REUSED,      /* a target's PID named another process (start time differs) */
     SAMPLE_CNT_PY_FRAMES,   /* Python frames read in the kernel */
     SAMPLE_CNT_PY_STALE,    /* thread states that no longer matched their tid */
     SAMPLE_CNT_PY_BROKEN,   /* chains given up (read error, invalid frame) */

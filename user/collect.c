@@ -49,6 +49,7 @@ struct collector {
     struct collect_stats st;
     uint32_t *frames; /* scratch: one stack */
     uint64_t *ips;    /* scratch: native unwind */
+    bool truncated;   /* the last unwind stopped at a depth limit */
     uint32_t *native; /* scratch: native frames, leaf first */
     uint32_t *merged; /* scratch: merged user frames, leaf first */
     struct pystack_frame *py; /* scratch: Python frames, leaf first */
@@ -91,7 +92,7 @@ int collect_open(struct collector **out, const struct collect_opts *o, struct pr
     c->prof = prof;
     c->cap_threads = 256;
     c->threads = calloc(c->cap_threads, sizeof(*c->threads));
-    c->frames = calloc(2 + COLLECT_MAX_DEPTH + COLLECT_MAX_PY + SAMPLE_MAX_STACK_DEPTH, sizeof(*c->frames));
+    c->frames = calloc(3 + COLLECT_MAX_DEPTH + COLLECT_MAX_PY + SAMPLE_MAX_STACK_DEPTH, sizeof(*c->frames));
     c->ips = calloc(COLLECT_MAX_DEPTH, sizeof(*c->ips));
     c->native = calloc(COLLECT_MAX_DEPTH, sizeof(*c->native));
     c->merged = calloc(COLLECT_MAX_DEPTH + COLLECT_MAX_PY + 1, sizeof(*c->merged));
@@ -335,6 +336,11 @@ static size_t unwind(struct collector *c, struct target *t, const struct sample_
         if (n > SAMPLE_MAX_STACK_DEPTH)
             n = SAMPLE_MAX_STACK_DEPTH;
         memcpy(c->ips, ev->ustack, n * 8);
+        /* A chain that fills the kernel's buffer was cut there (or is exactly that deep). */
+        if (n == SAMPLE_MAX_STACK_DEPTH) {
+            c->st.unwind_truncated++;
+            c->truncated = true;
+        }
         if (!n && ev->regs.ip) {
             c->ips[0] = ev->regs.ip;
             n = 1;
@@ -373,8 +379,10 @@ static size_t unwind(struct collector *c, struct target *t, const struct sample_
     }
     if (stop & (UNWIND_STOP_NO_CFI | UNWIND_STOP_STACK | UNWIND_STOP_BAD))
         c->st.unwind_errors++;
-    if (stop & UNWIND_STOP_MAXDEPTH)
+    if (stop & UNWIND_STOP_MAXDEPTH) {
         c->st.unwind_truncated++;
+        c->truncated = true;
+    }
     return r;
 }
 
@@ -426,6 +434,10 @@ done:
             c->st.python_read_errors++;
         return 0;
     }
+    /* The root side of the Python stack is missing: cut at the depth cap, or the walk stopped
+     * early (read budget spent, unreadable or invalid frame, loop). */
+    if (n > 0 && (flags & (PYSTACK_TRUNCATED | PYSTACK_BROKEN)))
+        c->truncated = true;
     if (n > 0) {
         t->py_samples++;
         c->st.python_samples++;
@@ -457,8 +469,19 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
         return (int)f;
     c->frames[n++] = (uint32_t)f;
 
+    c->truncated = false;
     nu = unwind(c, t, ev, len);
+    if (t->ps && c->opts.python_only)
+        c->truncated = false; /* native frames are not shown */
     np = python_frames(c, t, ev->tid, ev, len);
+    if (c->truncated) {
+        /* The root side of the stack is missing (native or Python depth limit): say so,
+         * rather than let the cut stack pose as a root of its own. */
+        f = profile_frame(c->prof, FRAME_OTHER, "[truncated]", NULL, 0);
+        if (f < 0)
+            return (int)f;
+        c->frames[n++] = (uint32_t)f;
+    }
     if (t->ps && c->opts.python_only) {
         for (size_t i = np; i-- > 0;)
             c->frames[n++] = c->py[i].frame;
@@ -541,6 +564,7 @@ int collect_python_sample(struct collector *c, pid_t pid, pid_t tid, const char 
     python_attach(c, t);
     if (!t->ps)
         return -EAGAIN;
+    c->truncated = false;
     np = python_frames(c, t, (uint32_t)tid, NULL, 0);
     if (!np)
         return 0;
@@ -548,6 +572,11 @@ int collect_python_sample(struct collector *c, pid_t pid, pid_t tid, const char 
     if (f < 0)
         return (int)f;
     c->frames[n++] = (uint32_t)f;
+    if (c->truncated) {
+        if ((f = other_frame(c, "[truncated]")) < 0)
+            return (int)f;
+        c->frames[n++] = (uint32_t)f;
+    }
     for (size_t i = np; i-- > 0;)
         c->frames[n++] = c->py[i].frame;
     c->st.frames += n - 1;

@@ -36,7 +36,7 @@ struct collect_opts {
 struct collect_stats {
     uint64_t samples;          /* records turned into stacks */
     uint64_t unwind_errors;    /* native unwind stopped early (no CFI, stack copy too short, bad) */
-    uint64_t unwind_truncated; /* hit COLLECT_MAX_DEPTH */
+    uint64_t unwind_truncated; /* hit COLLECT_MAX_DEPTH or a full kernel FP chain ([truncated] root) */
     uint64_t kernel_errors;    /* kernel stack missing for a sample in kernel mode */
     uint64_t copy_errors;      /* no stack copy in the record */
     uint64_t frames;           /* native + kernel frames added */

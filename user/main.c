@@ -172,6 +172,26 @@ static uint64_t jitter(uint64_t *s)
     return *s;
 }
 
+/* Whether /proc start times (clock ticks since boot) match what the BPF program computes from
+ * the task's boot-time start: 100 ticks per second, and no boot-time offset (time namespace). */
+static bool start_time_checkable(void)
+{
+    long long secs = 0, nsecs = 0;
+    char line[128];
+    FILE *f;
+
+    if (sysconf(_SC_CLK_TCK) != 1000000000 / SAMPLE_TICK_NS)
+        return false;
+    f = fopen("/proc/self/timens_offsets", "re");
+    if (!f)
+        return true; /* no time namespaces in this kernel */
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "boottime %lld %lld", &secs, &nsecs) == 2)
+            break;
+    fclose(f);
+    return secs == 0 && nsecs == 0;
+}
+
 static double self_cpu_us(void)
 {
     struct rusage ru;
@@ -199,6 +219,7 @@ static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, 
     fprintf(f, "collector_setup_cpu_us: %.0f\n", r->setup_cpu_us);
     fprintf(f, "collector_loop_cpu_us_per_sample: %.2f\n", cs.samples ? loop_us / cs.samples : 0.0);
     fprintf(f, "kernel_matched: %" PRIu64 "\n", matched);
+    fprintf(f, "pid_reused_drops: %" PRIu64 "\n", sc->reused);
     if (sc->prog_runs) {
         fprintf(f, "bpf_runs: %" PRIu64 "\n", sc->prog_runs);
         fprintf(f, "bpf_ns_per_run: %.0f\n", (double)sc->prog_time_ns / sc->prog_runs);
@@ -345,10 +366,17 @@ int main(int argc, char **argv)
         child_running = true;
         o.pid = child;
     }
-    if (o.no_bpf)
+    /* A PID named on the command line may be reused by another process once the target exits
+     * (noticed here only at the next liveness check): the kernel drops such samples. */
+    err = 0;
+    if (o.no_bpf) {
         err = nobpf_open(&r.nobpf, r.collector, o.pid, o.frequency);
-    else
-        err = o.command ? sampler_add_pending(r.sampler, o.pid) : sampler_add_target(r.sampler, o.pid);
+    } else {
+        if (!o.command && start_time && start_time_checkable())
+            err = sampler_set_target_start(r.sampler, o.pid, start_time);
+        if (!err)
+            err = o.command ? sampler_add_pending(r.sampler, o.pid) : sampler_add_target(r.sampler, o.pid);
+    }
     if (!err && r.sampler)
         err = sampler_attach(r.sampler);
     if (err && !r.sampler) {

@@ -355,7 +355,13 @@ static char *decode_str(const struct strplan *p, const uint8_t *data)
             cp = v;
         } else
             memcpy(&cp, data + 4 * i, 4);
-        o += put_utf8(o, cp ? cp : '?');
+        /* No real name or path holds a NUL, and a compact str ends with one: a NUL inside
+         * the length means the length is forged or the object is not a str. */
+        if (!cp) {
+            free(s);
+            return NULL;
+        }
+        o += put_utf8(o, cp);
     }
     *o = 0;
     return s;

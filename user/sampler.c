@@ -181,6 +181,18 @@ int sampler_add_target(struct sampler *s, pid_t tgid)
     return 0;
 }
 
+int sampler_set_target_start(struct sampler *s, pid_t tgid, uint64_t start_ticks)
+{
+    __u32 key = tgid;
+    __u64 v = start_ticks;
+
+    if (bpf_map__update_elem(s->skel->maps.target_start, &key, sizeof(key), &v, sizeof(v), BPF_ANY)) {
+        s->failed = SAMPLER_STAGE_MAP;
+        return -errno;
+    }
+    return 0;
+}
+
 int sampler_add_pending(struct sampler *s, pid_t tgid)
 {
     __u32 key = tgid;
@@ -369,6 +381,7 @@ int sampler_counters(struct sampler *s, struct sampler_counters *out)
     out->lost = sums[SAMPLE_CNT_LOST];
     out->copy_err = sums[SAMPLE_CNT_COPY_ERR];
     out->copy_retry = sums[SAMPLE_CNT_COPY_RETRY];
+    out->reused = sums[SAMPLE_CNT_REUSED];
     out->py_frames = sums[SAMPLE_CNT_PY_FRAMES];
     out->py_stale = sums[SAMPLE_CNT_PY_STALE];
     out->py_broken = sums[SAMPLE_CNT_PY_BROKEN];

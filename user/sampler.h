@@ -48,6 +48,7 @@ struct sampler_counters {
     uint64_t lost;         /* dropped: ring buffer full */
     uint64_t copy_err;     /* no stack copy */
     uint64_t copy_retry;   /* copy needed a smaller size */
+    uint64_t reused;       /* dropped: the PID named another process than the target */
     uint64_t py_frames;    /* Python frames read in the kernel */
     uint64_t py_stale;     /* thread states found not to belong to their tid (dropped) */
     uint64_t py_broken;    /* in-kernel chains given up (read error, invalid frame) */
@@ -64,6 +65,9 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
                  enum sampler_stage *stage);
 int sampler_add_target(struct sampler *s, pid_t tgid);
 int sampler_remove_target(struct sampler *s, pid_t tgid);
+/* From now on samples of tgid count only while its process has this start time (clock ticks
+ * since boot, /proc/PID/stat): a PID reused by another process is not sampled. */
+int sampler_set_target_start(struct sampler *s, pid_t tgid, uint64_t start_ticks);
 /* Makes tgid a target when it next calls exec (needs opts.launch). */
 int sampler_add_pending(struct sampler *s, pid_t tgid);
 /* Tells the program where a thread's stack mapping ends (copies stop there). */

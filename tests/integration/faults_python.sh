@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Faults around Python targets, with in-kernel capture (BPF) and with --no-bpf: a Python target
+# that exits mid-run, 5,000-deep recursion, a RecursionError storm, and a process that forges
+# garbage into its own frame chain (tests/py/forge.py: loops, unmapped and kernel addresses,
+# code objects with 2**40-byte names and line tables).
+source "$(dirname "$0")/../lib.sh"
+S=$BUILD/pyebpf-sample
+need_file "$S"
+need_root
+PYS=""
+for v in 3.12.1/bin/python3.12 3.11.7/bin/python3.11; do
+    [ -x "/root/.pyenv/versions/$v" ] && PYS="$PYS /root/.pyenv/versions/$v"
+done
+[ -n "$PYS" ] || skip_all "needs /root/.pyenv/versions/3.1{1,2}.*"
+PY=$(echo $PYS | cut -d' ' -f1)
+FORGE=$ROOT/tests/py/forge.py
+DEEP=$ROOT/tests/py/deep.py
+
+stat_of() { local v; v=$(sed -n "s/^$1: //p" "$2" | head -1); echo "${v:-0}"; }
+well_formed() { [ -s "$1" ] && ! grep -vqE '^[^;]+(;[^;]+)* [0-9]+$' "$1"; }
+max_frames() { awk '{ sub(/ [0-9]+$/, ""); n = split($0, a, ";"); if (n > m) m = n } END { print m + 0 }' "$1"; }
+longest_frame() { awk '{ sub(/ [0-9]+$/, ""); n = split($0, a, ";"); for (i = 1; i <= n; i++) if (length(a[i]) > m) m = length(a[i]) } END { print m + 0 }' "$1"; }
+elapsed_lt() { awk -v a="$1" -v b="$(date +%s.%N)" -v l="$2" 'BEGIN { exit !(b - a < l) }'; }
+
+# -- a Python target exits in the middle of a run (PID mode) -----------------------------------
+"$PY" "$DEEP" storm 1.5 > /dev/null & tgt=$!
+sleep 0.3
+start=$(date +%s.%N)
+timeout 30 "$S" -q -F 499 -d 20 --stats -o "$TMP/exit.folded" "$tgt" 2> "$TMP/exit.err"; rc=$?
+wait "$tgt" 2> /dev/null
+check "python target exits mid-run: exit 0, run ends with it (< 8 s of 20)" \
+    bash -c "[ $rc -eq 0 ] && $(declare -f elapsed_lt); elapsed_lt $start 8"
+check "python target exits mid-run: stopped_by: target_exited" grep -q '^stopped_by: target_exited$' "$TMP/exit.err"
+check "python target exits mid-run: Python frames written" grep -q 'fall (.*deep.py:[0-9]*)' "$TMP/exit.folded"
+
+for mode in bpf no-bpf; do
+    opt=; [ $mode = no-bpf ] && opt=--no-bpf
+
+    # -- 5,000 Python frames: the cap (1024 in the kernel, 2048 in user space) cuts the stack,
+    # the cut is counted and the stack rooted at [truncated]
+    start=$(date +%s.%N)
+    timeout 60 "$S" -q -F 499 $opt --stats -o "$TMP/deep.folded" -- "$PY" "$DEEP" deep 5000 3 \
+        > "$TMP/deep.out" 2> "$TMP/deep.err"; rc=$?
+    check "python deep 5000 ($mode): exit 0 within 30 s, target ran to its end" \
+        bash -c "[ $rc -eq 0 ] && grep -q 'deep: ok' '$TMP/deep.out' && $(declare -f elapsed_lt); elapsed_lt $start 30"
+    tr=$(( $(stat_of python_truncated "$TMP/deep.err") + $(stat_of python_kernel_truncated "$TMP/deep.err") ))
+    deep=$(grep -c 'down (.*);down (.*);down (.*);down (.*)' "$TMP/deep.folded")
+    check "python deep 5000 ($mode): truncation counted ($tr truncated, $deep deep stacks)" \
+        bash -c "[ $tr -gt 0 ] && [ $deep -gt 0 ]"
+    check "python deep 5000 ($mode): deep stacks rooted at [truncated]" \
+        bash -c "! grep 'down (.*);down (.*);down (.*);down (.*)' '$TMP/deep.folded' | grep -vq '^\(thread [^;]*;\)\?\[truncated\];'"
+    mf=$(max_frames "$TMP/deep.folded")
+    check "python deep 5000 ($mode): bounded ($mf frames <= 2048 + 256 + 130)" [ "$mf" -le 2434 ]
+    check "python deep 5000 ($mode): well-formed" well_formed "$TMP/deep.folded"
+
+    # -- RecursionError storm: stacks grow to the recursion limit and unwind, thousands of times
+    start=$(date +%s.%N)
+    timeout 60 "$S" -q -F 499 $opt --stats -o "$TMP/storm.folded" -- "$PY" "$DEEP" storm 3 \
+        > "$TMP/storm.out" 2> "$TMP/storm.err"; rc=$?
+    errs=$(sed -n 's/^storm: ok //p' "$TMP/storm.out")
+    check "python RecursionError storm ($mode): exit 0 within 30 s (${errs:-?} RecursionErrors)" \
+        bash -c "[ $rc -eq 0 ] && [ ${errs:-0} -gt 0 ] && $(declare -f elapsed_lt); elapsed_lt $start 30"
+    check "python RecursionError storm ($mode): fall frames sampled, well-formed" \
+        bash -c "grep -q 'fall (' '$TMP/storm.folded' && $(declare -f well_formed); well_formed '$TMP/storm.folded'"
+    mf=$(max_frames "$TMP/storm.folded")
+    check "python RecursionError storm ($mode): bounded ($mf frames)" [ "$mf" -le 2434 ]
+
+    # -- forged garbage ------------------------------------------------------------------
+    for py in $PYS; do
+        v=$(basename "$py")
+        start=$(date +%s.%N)
+        timeout 90 "$S" -q -F 999 $opt --stats -o "$TMP/forge.folded" -- "$py" "$FORGE" 4 \
+            > "$TMP/forge.out" 2> "$TMP/forge.err"; rc=$?
+        check "forge $v ($mode): exit 0, every sample ended (run < 30 s for a 4 s target)" \
+            bash -c "[ $rc -eq 0 ] && $(declare -f elapsed_lt); elapsed_lt $start 30"
+        check "forge $v ($mode): the forger survived every forgery" \
+            grep -qE '^forge: ok loop=[1-9][0-9]* loop2=[1-9][0-9]* unmapped=[1-9][0-9]* kernel=[1-9][0-9]* absurd=[1-9][0-9]* intact=[1-9]' "$TMP/forge.out"
+        loops=$(stat_of python_loops "$TMP/forge.err"); bad=$(stat_of python_bad_code "$TMP/forge.err")
+        errs=$(stat_of python_errors "$TMP/forge.err"); rerr=$(stat_of remote_read_errors "$TMP/forge.err")
+        kb=$(stat_of python_kernel_broken "$TMP/forge.err")
+        check "forge $v ($mode): errors counted (loops $loops, bad code $bad, errors $errs, read errors $rerr, kernel broken $kb)" \
+            bash -c "[ ${loops:-0} -gt 0 ] && [ ${errs:-0} -gt 0 ] && [ ${rerr:-0} -gt 0 ]"
+        # the absurd code object's 2**40-character names are refused, not printed
+        check "forge $v ($mode): forged names refused (<unreadable> frames)" grep -q '<unreadable>' "$TMP/forge.folded"
+        if [ $mode = bpf ]; then
+            n=$(stat_of samples "$TMP/forge.err"); m=$(stat_of kernel_matched "$TMP/forge.err")
+            lost=$(stat_of lost "$TMP/forge.err")
+            check "forge $v ($mode): every record became a sample ($n + $lost lost = $m)" [ $((n + lost)) -eq "$m" ]
+        fi
+        rps=$(stat_of reads_per_sample "$TMP/forge.err")
+        check "forge $v ($mode): read budget holds ($rps reads per sample, budget exhausted $(stat_of python_budget_exhausted "$TMP/forge.err"))" \
+            awk -v r="$rps" 'BEGIN { exit !(r < 20) }'
+        mf=$(max_frames "$TMP/forge.folded"); lf=$(longest_frame "$TMP/forge.folded")
+        check "forge $v ($mode): no loop unrolled into the profile ($mf frames at most)" [ "$mf" -le 200 ]
+        check "forge $v ($mode): no absurd name ($lf bytes at most), no control character" \
+            bash -c "[ $lf -le 600 ] && ! LC_ALL=C grep -q '[[:cntrl:]]' '$TMP/forge.folded'"
+        check "forge $v ($mode): well-formed, victim sampled" \
+            bash -c "grep -q 'victim (' '$TMP/forge.folded' && $(declare -f well_formed); well_formed '$TMP/forge.folded'"
+    done
+done
