@@ -28,3 +28,11 @@ bench-run: $(BENCH_BINS) $(BUILD)/pyebpf-sample $(BUILD)/tools/pystack-dump $(PR
 	BUILD=$(BUILD) BENCH_QUICK=$(BENCH_QUICK) bench/run.sh
 bench-replay: $(BUILD)/bench/replay
 	BUILD=$(BUILD) BENCH_QUICK=$(BENCH_QUICK) bench/run.sh replay
+
+# The Python frame reader driven like a sampler (remote reads per sample).
+$(BUILD)/bench/pyreads: bench/pyreads.c $(USER_LIB_OBJS) $(BUILD)/libpyjit.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(USER_LIBS) $(LDLIBS)
+BENCH_BINS += $(BUILD)/bench/pyreads
+all: $(BUILD)/bench/pyreads
+bench-run: $(BUILD)/bench/pyreads

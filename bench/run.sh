@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# pyebpf benchmarks: one summary line per case (results and commands: docs/benchmarks.md).
+#
+#   [BUILD=build] [BENCH_QUICK=1] bench/run.sh [CASE...]    (root; `make` first)
+#   CASE: replay pyreads rate slowdown memory   (default: all, in that order)
+#
+# The machine is shared and noisy: every case reports counts (instructions, syscalls, bytes,
+# lost samples) or ratios against a baseline measured in the same run, next to raw times.
+# Each line starts with the case name; `key=value` fields follow.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+QUICK=${BENCH_QUICK:-0}
+SAMPLE=$BUILD/pyebpf-sample
+PY=${PYTHON:-python3}
+OUT=$BUILD/bench
+mkdir -p "$OUT"
+CASES=${*:-replay pyreads rate slowdown memory}
+
+q() { [ "$QUICK" = 1 ] && echo "$1" || echo "$2"; } # q QUICK_VALUE FULL_VALUE
+stat_of() { awk -F': ' -v k="$1" '$1 == k { print $2; exit }' "$2"; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "bench commit=$(git rev-parse --short HEAD 2> /dev/null) date=$(date -u +%FT%TZ) cpus=$(nproc) load=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ,) quick=$QUICK"
+
+# 1. Collector cost per sample: captured records replayed through user/collect (no kernel).
+case_replay() {
+    local n cgn
+    n=$(q 50000 200000)
+    cgn=$(q 500 2000)
+    "$BUILD/bench/replay" -n "$n" -d 10,20,50,200 -u auto,fp
+    command -v valgrind > /dev/null || { echo "collect_ir skipped=no-valgrind"; return; }
+    local base=""
+    for d in 10 20 50 200; do
+        for m in auto fp; do
+            local f=$OUT/callgrind.d$d.$m
+            valgrind --tool=callgrind --callgrind-out-file="$f" --collect-atstart=no \
+                --toggle-collect=replay_loop "$BUILD/bench/replay" -n "$cgn" -d "$d" -u "$m" > /dev/null 2>&1
+            local ir top
+            ir=$(awk '/^totals:/ { print $2 }' "$f")
+            [ -n "$ir" ] || { echo "collect_ir depth=$d unwind=$m error=no-callgrind-output"; continue; }
+            [ "$d$m" = 10auto ] && base=$ir
+            # the three functions with most instructions of their own, as name:percent
+            top=$(callgrind_annotate --inclusive=no "$f" 2> /dev/null | awk '
+                /file:function/ { on = 1; next }
+                on && $2 ~ /^\(/ && n < 3 { fn = $3; sub(/.*:/, "", fn); sub(/\[.*/, "", fn); p = $2; gsub(/[()%]/, "", p)
+                                       out = out (n ? "," : "") fn ":" p "%"; n++ }
+                END { print out }')
+            echo "collect_ir depth=$d unwind=$m ir_per_sample=$((ir / cgn)) ratio_vs_d10=$(echo "scale=2; $ir / $base" | bc) top=$top"
+        done
+    done
+}
+
+# 2. Remote reads per sample: bench/pyreads drives the Python frame reader over all threads of
+#    a workload, round-robin like a sampler, with the caches and with a fresh reader per sample.
+case_pyreads() {
+    local n ncold
+    n=$(q 2000 10000)
+    ncold=$(q 30 100)
+    for w in steady change threads50; do
+        local log=$OUT/pyload.$w.out
+        $PY bench/pyload.py "$w" > "$log" 2>&1 &
+        local pid=$!
+        for _ in $(seq 100); do grep -q READY "$log" && break; sleep 0.1; done
+        for mode in cached cold; do
+            local r
+            r=$("$BUILD/bench/pyreads" -m "$mode" -n "$([ $mode = cold ] && echo "$ncold" || echo "$n")" \
+                -i 200 "$pid" 2>&1)
+            echo "pyreads workload=$w cache=$([ $mode = cold ] && echo off || echo on) $r"
+        done
+        kill "$pid"
+        wait "$pid" 2> /dev/null
+    done
+}
+
+# 3. Highest rate without loss: a 2-thread CPU-bound target, 10 s per rate.
+case_rate() {
+    local dur
+    dur=$(q 3 10)
+    for hz in 1000 5000 10000 20000; do
+        local st=$OUT/rate.$hz.stats
+        "$SAMPLE" -q --stats -F "$hz" -d "$dur" -o "$OUT/rate.$hz.folded" -- "$BUILD/progs/callgraph" "$((dur + 5))" 2 \
+            > /dev/null 2> "$st"
+        local s lost matched cpu loop dus
+        s=$(stat_of samples "$st")
+        lost=$(stat_of lost "$st")
+        matched=$(stat_of kernel_matched "$st")
+        cpu=$(stat_of collector_cpu_us "$st")
+        loop=$(stat_of collector_loop_cpu_us_per_sample "$st")
+        dus=$(stat_of duration_s "$st")
+        if [ -z "$s" ] || [ -z "$dus" ]; then
+            echo "rate hz=$hz error=$(head -c 200 "$st" | tr '\n' ' ')"
+            continue
+        fi
+        echo "rate hz=$hz duration_s=$dus samples=$s kernel_matched=$matched lost=$lost" \
+            "lost_pct=$(stat_of lost_pct "$st") collector_cpu_pct=$(echo "scale=2; $cpu / ($dus * 10000)" | bc)" \
+            "loop_cpu_us_per_sample=$loop bpf_ns_per_sample=$(stat_of bpf_ns_per_sample "$st")"
+    done
+}
+
+# 4. Target slowdown: CPU time of a fixed CPU-bound Python workload alone and while sampled, in
+#    interleaved rounds; the ratio is taken per round (sampled / alone of that round), then the
+#    median over the rounds.
+case_slowdown() {
+    local rounds
+    rounds=$(q 3 9)
+    local r0=$OUT/slow.alone r1=$OUT/slow.1000 r10=$OUT/slow.10000
+    : > "$r0"; : > "$r1"; : > "$r10"
+    for _ in $(seq "$rounds"); do
+        $PY bench/pywork.py "$r0"
+        "$SAMPLE" -q -F 1000 -o "$OUT/slow.1000.folded" -- $PY bench/pywork.py "$r1" > /dev/null 2>&1
+        "$SAMPLE" -q -F 10000 -o "$OUT/slow.10000.folded" -- $PY bench/pywork.py "$r10" > /dev/null 2>&1
+    done
+    for hz in 1000 10000; do
+        local f=$OUT/slow.$hz
+        echo "slowdown hz=$hz rounds=$rounds alone_cpu_s=$(median < "$r0") sampled_cpu_s=$(median < "$f")" \
+            "median_ratio=$(paste "$f" "$r0" | awk '{ printf "%.4f\n", $1 / $2 }' | median)" \
+            "ratios=$(paste "$f" "$r0" | awk '{ printf "%s%.3f", NR > 1 ? "," : "", $1 / $2 }')"
+    done
+}
+
+# 6. Memory: collector peak RSS on a target with many distinct stacks, short run vs long run.
+case_memory() {
+    local long
+    long=$(q 10 60)
+    for dur in 2 "$long"; do
+        local st=$OUT/memory.$dur.stats tv=$OUT/memory.$dur.time
+        /usr/bin/time -v -o "$tv" "$SAMPLE" -q --stats -F 10000 -d "$dur" -o "$OUT/memory.$dur.folded" -- \
+            "$BUILD/bench/manystacks" "$((dur + 5))" 2 > /dev/null 2> "$st"
+        echo "memory hz=10000 duration_s=$(stat_of duration_s "$st") samples=$(stat_of samples "$st")" \
+            "lost=$(stat_of lost "$st") distinct_stacks=$(stat_of distinct_stacks "$st")" \
+            "distinct_frames=$(stat_of distinct_frames "$st")" \
+            "peak_rss_kib=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$tv")"
+    done
+}
+
+for c in $CASES; do
+    "case_$c"
+done
