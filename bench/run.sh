@@ -93,7 +93,7 @@ case_rate() {
             continue
         fi
         echo "rate hz=$hz duration_s=$dus samples=$s kernel_matched=$matched lost=$lost" \
-            "lost_pct=$(stat_of lost_pct "$st") collector_cpu_pct=$(echo "scale=2; $cpu / ($dus * 10000)" | bc)" \
+            "lost_pct=$(stat_of lost_pct "$st") matched_per_s=$(echo "$matched / $dus" | bc) collector_cpu_pct=$(echo "scale=2; $cpu / ($dus * 10000)" | bc)" \
             "loop_cpu_us_per_sample=$loop bpf_ns_per_sample=$(stat_of bpf_ns_per_sample "$st")"
     done
 }
@@ -102,20 +102,35 @@ case_rate() {
 #    interleaved rounds; the ratio is taken per round (sampled / alone of that round), then the
 #    median over the rounds.
 case_slowdown() {
-    local rounds
+    local rounds cfgs="1000 10000 1000fp 10000fp"
+    command -v perf > /dev/null && cfgs="$cfgs perf10000"
     rounds=$(q 3 9)
-    local r0=$OUT/slow.alone r1=$OUT/slow.1000 r10=$OUT/slow.10000
-    : > "$r0"; : > "$r1"; : > "$r10"
+    : > "$OUT/slow.alone"
+    for c in $cfgs; do : > "$OUT/slow.$c"; done
     for _ in $(seq "$rounds"); do
-        $PY bench/pywork.py "$r0"
-        "$SAMPLE" -q -F 1000 -o "$OUT/slow.1000.folded" -- $PY bench/pywork.py "$r1" > /dev/null 2>&1
-        "$SAMPLE" -q -F 10000 -o "$OUT/slow.10000.folded" -- $PY bench/pywork.py "$r10" > /dev/null 2>&1
+        $PY bench/pywork.py "$OUT/slow.alone"
+        for c in $cfgs; do
+            local extra=""
+            case $c in
+            perf*) # reference: perf itself, frame-pointer call chains, same rate
+                perf record -q -F "${c#perf}" -g -o "$OUT/slow.perf.data" -- $PY bench/pywork.py "$OUT/slow.$c" \
+                    > /dev/null 2>&1
+                continue ;;
+            *fp) extra="--unwind fp" ;;
+            esac
+            # shellcheck disable=SC2086
+            "$SAMPLE" -q -F "${c%fp}" $extra -o "$OUT/slow.$c.folded" -- $PY bench/pywork.py "$OUT/slow.$c" \
+                > /dev/null 2>&1
+        done
     done
-    for hz in 1000 10000; do
-        local f=$OUT/slow.$hz
-        echo "slowdown hz=$hz rounds=$rounds alone_cpu_s=$(median < "$r0") sampled_cpu_s=$(median < "$f")" \
-            "median_ratio=$(paste "$f" "$r0" | awk '{ printf "%.4f\n", $1 / $2 }' | median)" \
-            "ratios=$(paste "$f" "$r0" | awk '{ printf "%s%.3f", NR > 1 ? "," : "", $1 / $2 }')"
+    for c in $cfgs; do
+        local f=$OUT/slow.$c
+        local hz=${c%fp} how=pyebpf-sample:auto
+        case $c in perf*) hz=${c#perf} how=perf:fp ;; *fp) how=pyebpf-sample:fp ;; esac
+        echo "slowdown hz=$hz sampler=$how rounds=$rounds" \
+            "alone_cpu_s=$(median < "$OUT/slow.alone") sampled_cpu_s=$(median < "$f")" \
+            "median_ratio=$(paste "$f" "$OUT/slow.alone" | awk '{ printf "%.4f\n", $1 / $2 }' | median)" \
+            "ratios=$(paste "$f" "$OUT/slow.alone" | awk '{ printf "%s%.3f", (NR > 1 ? "," : ""), $1 / $2 }')"
     done
 }
 
@@ -123,14 +138,22 @@ case_slowdown() {
 case_memory() {
     local long
     long=$(q 10 60)
-    for dur in 2 "$long"; do
-        local st=$OUT/memory.$dur.stats tv=$OUT/memory.$dur.time
-        /usr/bin/time -v -o "$tv" "$SAMPLE" -q --stats -F 10000 -d "$dur" -o "$OUT/memory.$dur.folded" -- \
-            "$BUILD/bench/manystacks" "$((dur + 5))" 2 > /dev/null 2> "$st"
-        echo "memory hz=10000 duration_s=$(stat_of duration_s "$st") samples=$(stat_of samples "$st")" \
-            "lost=$(stat_of lost "$st") distinct_stacks=$(stat_of distinct_stacks "$st")" \
-            "distinct_frames=$(stat_of distinct_frames "$st")" \
-            "peak_rss_kib=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$tv")"
+    # short run, long run, long run with a 16 MiB ring (the default ring at 10 kHz is 128 MiB, and
+    # its pages count in the collector's RSS once written)
+    for run in "2 default" "$long default" "$long 16777216"; do
+        set -- $run
+        local dur=$1 ring_opt="" tag=$1.$2
+        [ "$2" = default ] || ring_opt="--ring-size $2"
+        local st=$OUT/memory.$tag.stats tv=$OUT/memory.$tag.time
+        # shellcheck disable=SC2086
+        /usr/bin/time -v -o "$tv" "$SAMPLE" -q --stats -F 10000 -d "$dur" $ring_opt -o "$OUT/memory.$tag.folded" \
+            -- "$BUILD/bench/manystacks" "$((dur + 5))" 2 > /dev/null 2> "$st"
+        local rss ring
+        rss=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$tv")
+        ring=$(stat_of ring_bytes "$st")
+        echo "memory hz=10000 duration_s=$(stat_of duration_s "$st") ring_kib=$((ring / 1024))" \
+            "samples=$(stat_of samples "$st") lost=$(stat_of lost "$st") distinct_stacks=$(stat_of distinct_stacks "$st")" \
+            "distinct_frames=$(stat_of distinct_frames "$st") peak_rss_kib=$rss"
     done
 }
 
