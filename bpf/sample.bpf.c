@@ -8,6 +8,10 @@
  * frame-pointer chain and a copy of the top of the user stack for DWARF unwinding. Samples of
  * other processes cost one hash lookup.
  *
+ * For a thread whose Python thread state user space has put into "py_threads", it also reads
+ * the thread's chain of Python frames at the sample instant (py_walk below), so user space only
+ * has to name the code objects.
+ *
  * Records are submitted without waking the consumer (a wake-up per sample costs about as much
  * as the sample itself); user space drains the ring on a timer. A full ring drops the record
  * and counts it in a per-CPU counter, so loss is exact.
@@ -29,6 +33,8 @@ const volatile bool cfg_user_fp_stack = true;
  * their PIDs there, so ids are translated before the filter. */
 const volatile __u64 cfg_pidns_dev = 0;
 const volatile __u64 cfg_pidns_ino = 0;
+/* Python frames read per sample at most (0: no Python reader). */
+const volatile __u32 cfg_py_frames = 0;
 
 /* Processes to sample (tgid -> unused). Launch mode and child tracking add entries. */
 struct {
@@ -57,6 +63,37 @@ struct {
     __type(value, __u64);
 } stack_ends SEC(".maps");
 
+/* Python thread states (tid -> PyThreadState address), put in by user space when it first
+ * meets a thread; the reader checks each against the sampled tid and drops a stale one. */
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, SAMPLE_MAX_THREADS);
+    __type(key, __u32);
+    __type(value, __u64);
+} py_threads SEC(".maps");
+
+/* The layout of each Python process's structures (tgid -> struct sample_pylayout). */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, SAMPLE_MAX_TARGETS);
+    __type(key, __u32);
+    __type(value, struct sample_pylayout);
+} py_layouts SEC(".maps");
+
+/* Per-CPU scratch of the Python reader: the slice being read and the chain so far (too large
+ * for the 512-byte BPF stack); the chain is copied into the record in one piece at the end. */
+struct py_scratch {
+    __u8 slice[SAMPLE_PY_SLICE_MAX];
+    struct sample_pyframe fr[SAMPLE_PY_FRAMES_MAX];
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct py_scratch);
+} py_scratch SEC(".maps");
+
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
     __uint(max_entries, SAMPLE_CNT_NR);
@@ -70,12 +107,17 @@ struct {
     __uint(max_entries, 8 << 20);
 } events SEC(".maps");
 
-static __always_inline void count(__u32 which)
+static __always_inline void count_n(__u32 which, __u64 n)
 {
     __u64 *v = bpf_map_lookup_elem(&counters, &which);
 
     if (v)
-        *v += 1;
+        *v += n;
+}
+
+static __always_inline void count(__u32 which)
+{
+    count_n(which, 1);
 }
 
 /* Kernel addresses are the top half of the address space on x86-64 and arm64. (The context
@@ -159,12 +201,152 @@ static __always_inline __u32 copy_stack(struct sample_event *ev, struct task_str
     return 0;
 }
 
+/* -- Python frames ------------------------------------------------------------------------- */
+
+struct py_walk {
+    __u64 addr; /* next frame to read; 0: the chain ended */
+    __u32 n;    /* frames in scratch */
+    __u32 flags;
+    struct sample_pylayout L;
+};
+
+/* 8-byte field at `off` of the slice (offsets come from a map: masked into the slice). */
+static __always_inline __u64 slice_u64(const struct py_scratch *sc, __u32 off)
+{
+    return *(const __u64 *)&sc->slice[off & (SAMPLE_PY_SLICE_MAX - 8) & ~7u];
+}
+
+static __always_inline __u8 slice_u8(const struct py_scratch *sc, __u32 off)
+{
+    return sc->slice[off & (SAMPLE_PY_SLICE_MAX - 1)];
+}
+
+/* One frame per call (bpf_loop): read its slice, keep (code, instr, owner), go to previous. */
+static long py_step(__u64 i, struct py_walk *w)
+{
+    __u32 zero = 0, len = w->L.f_len;
+    struct py_scratch *sc;
+    __u64 code, instr;
+    __u8 owner, entry = 0;
+
+    if (!w->addr)
+        return 1;
+    if (w->n >= cfg_py_frames || w->n >= SAMPLE_PY_FRAMES_MAX) {
+        w->flags |= SAMPLE_PY_TRUNCATED;
+        return 1;
+    }
+    sc = bpf_map_lookup_elem(&py_scratch, &zero);
+    if (!sc || len > SAMPLE_PY_SLICE_MAX || bpf_probe_read_user(sc->slice, len, (void *)(w->addr + w->L.f_lo))) {
+        w->flags |= SAMPLE_PY_BROKEN;
+        return 1;
+    }
+    code = slice_u64(sc, w->L.f_code);
+    instr = slice_u64(sc, w->L.f_instr);
+    owner = slice_u8(sc, w->L.f_owner);
+    if (w->L.f_is_entry != SAMPLE_PY_NONE)
+        entry = slice_u8(sc, w->L.f_is_entry) ? 1 : 0;
+    /* Not a frame: an owner out of range, a missing or misaligned code object (a shim, owner 3,
+     * may have none). */
+    if (owner > w->L.max_owner || (code & 7) || (owner < 3 && !code)) {
+        w->flags |= SAMPLE_PY_BROKEN;
+        return 1;
+    }
+    sc->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].code = code | owner | ((__u64)entry << 2);
+    sc->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].instr = instr;
+    w->n++;
+    w->addr = slice_u64(sc, w->L.f_previous);
+    return 0;
+}
+
+/*
+ * The Python frames of thread `tid` of `tgid`, leaf first, appended to the record at
+ * ev->stack + ev->stack_len (room for cfg_py_frames was reserved). Nothing when the thread is
+ * unknown; SAMPLE_PY_STALE when its thread state now belongs to another thread or none.
+ */
+static __always_inline void py_capture(struct sample_event *ev, __u32 tgid, __u32 tid, __u32 size)
+{
+    struct sample_pylayout *L;
+    struct py_scratch *sc;
+    struct py_walk w = {};
+    __u64 *tstate, ts, top;
+    __u64 off, nb;
+    __u32 zero = 0, len;
+
+    tstate = bpf_map_lookup_elem(&py_threads, &tid);
+    if (!tstate)
+        return;
+    ts = *tstate;
+    L = bpf_map_lookup_elem(&py_layouts, &tgid);
+    sc = bpf_map_lookup_elem(&py_scratch, &zero);
+    if (!L || !sc)
+        return;
+    w.L = *L;
+    len = w.L.ts_len;
+    if (len > SAMPLE_PY_SLICE_MAX || bpf_probe_read_user(sc->slice, len, (void *)(ts + w.L.ts_lo))) {
+        w.flags = SAMPLE_PY_STALE;
+        goto stale;
+    }
+    /* A thread that ended leaves its tid in the map and its memory to be reused: the thread
+     * state must still name this thread. */
+    if ((__u32)slice_u64(sc, w.L.ts_native_thread_id) != tid) {
+        w.flags = SAMPLE_PY_STALE;
+        goto stale;
+    }
+    if (w.L.ts_cframe != SAMPLE_PY_NONE) {
+        __u64 cframe = slice_u64(sc, w.L.ts_cframe);
+
+        top = 0;
+        if (cframe && bpf_probe_read_user(&top, 8, (void *)(cframe + w.L.cf_current_frame))) {
+            ev->py_flags = SAMPLE_PY_BROKEN;
+            count(SAMPLE_CNT_PY_BROKEN);
+            return;
+        }
+    } else {
+        top = slice_u64(sc, w.L.ts_current_frame);
+    }
+
+    w.addr = top;
+    bpf_loop(cfg_py_frames + 1, py_step, &w, 0);
+    if (w.flags & SAMPLE_PY_BROKEN) {
+        /* A half chain would be attributed wrongly: user space reads this one itself. */
+        ev->py_flags = SAMPLE_PY_BROKEN;
+        count(SAMPLE_CNT_PY_BROKEN);
+        return;
+    }
+    ev->py_flags = SAMPLE_PY_CAPTURED | w.flags;
+    if (!w.n)
+        return;
+    nb = w.n * sizeof(struct sample_pyframe);
+    if (nb > cfg_py_frames * sizeof(struct sample_pyframe))
+        nb = cfg_py_frames * sizeof(struct sample_pyframe);
+    if (nb > SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe))
+        nb = SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe);
+    off = ev->stack_len;
+    if (off > size)
+        off = size;
+    barrier_var(off);
+    barrier_var(nb);
+    if (off > SAMPLE_STACK_COPY_MAX || nb > SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe) ||
+        bpf_probe_read_kernel(ev->stack + off, nb, sc->fr)) {
+        ev->py_flags = SAMPLE_PY_BROKEN;
+        count(SAMPLE_CNT_PY_BROKEN);
+        return;
+    }
+    ev->py_count = nb / sizeof(struct sample_pyframe);
+    count_n(SAMPLE_CNT_PY_FRAMES, ev->py_count);
+    return;
+stale:
+    ev->py_flags = w.flags;
+    count(SAMPLE_CNT_PY_STALE);
+    bpf_map_delete_elem(&py_threads, &tid);
+}
+
 SEC("perf_event")
 int sample(struct bpf_perf_event_data *ctx)
 {
     __u64 id = bpf_get_current_pid_tgid();
     __u32 tgid = id >> 32, tid = (__u32)id;
-    __u32 size = cfg_stack_copy;
+    __u32 size = cfg_stack_copy, pyframes = cfg_py_frames;
     struct sample_event *ev;
     struct task_struct *task;
     long n;
@@ -184,7 +366,9 @@ int sample(struct bpf_perf_event_data *ctx)
 
     if (size > SAMPLE_STACK_COPY_MAX)
         size = SAMPLE_STACK_COPY_MAX;
-    ev = bpf_ringbuf_reserve(&events, sizeof(*ev) + size, 0);
+    if (pyframes > SAMPLE_PY_FRAMES_MAX)
+        pyframes = SAMPLE_PY_FRAMES_MAX;
+    ev = bpf_ringbuf_reserve(&events, sizeof(*ev) + size + pyframes * sizeof(struct sample_pyframe), 0);
     if (!ev) {
         count(SAMPLE_CNT_LOST);
         return 0;
@@ -234,6 +418,8 @@ int sample(struct bpf_perf_event_data *ctx)
         ev->stack_addr = ev->regs.sp;
         ev->stack_len = copy_stack(ev, task, tid, tgid, size);
     }
+    if (pyframes)
+        py_capture(ev, tgid, tid, size);
     bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
     return 0;
 }

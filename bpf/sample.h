@@ -11,17 +11,24 @@
  *   24      72    regs: user ip sp bp bx r12 r13 r14 r15 lr at the sample instant
  *   96      8     stack_addr (user sp the copy starts at)
  *   104     4     kstack_len (bytes)      4     ustack_len (bytes)
- *   112     4     stack_len (bytes)       2     py_count    2  py_flags
+ *   112     4     stack_len (bytes)       2     py_count    2  py_flags (SAMPLE_PY_*)
  *   120     16    comm
  *   136     1016  kstack[127] kernel return addresses, leaf first
  *   1152    1016  ustack[127] user frame-pointer chain from bpf_get_stack, leaf first
  *   2168    ...   stack[stack_len]: copy of user memory [stack_addr, stack_addr + stack_len)
+ *   2168 + stack_len   py[py_count]: Python frames read in the kernel, leaf first
+ *                      (stack_len is a multiple of 8, so the chain is 8-byte aligned)
  *
- * The record is reserved at its largest size (header + configured copy size); user space reads
- * only the lengths given. py_count/py_flags are reserved for the Python frame chain that a later
- * version captures in the kernel: those frames will sit between ustack and stack, and
- * SAMPLE_HDR_SIZE will grow; readers use offsetof(struct sample_event, stack) and never a
- * literal.
+ * One Python frame (struct sample_pyframe, 16 bytes):
+ *
+ *   0   8   code | owner | is_entry<<2: PyCodeObject address (8-byte aligned, so its low
+ *           three bits are free) with _PyInterpreterFrame.owner in bits 0-1 and the 3.11
+ *           is_entry flag in bit 2
+ *   8   8   instr: prev_instr (3.11, 3.12) or instr_ptr (3.13)
+ *
+ * The record is reserved at its largest size (header + configured copy size + configured
+ * Python frames); user space reads only the lengths given. Readers use
+ * offsetof(struct sample_event, stack) and never a literal.
  */
 #ifndef PYEBPF_SAMPLE_H
 #define PYEBPF_SAMPLE_H
@@ -37,6 +44,10 @@
 #define SAMPLE_COMM_LEN           16
 #define SAMPLE_MAX_TARGETS        1024  /* processes sampled at once */
 #define SAMPLE_MAX_THREADS        65536 /* per-thread stack ends known */
+#define SAMPLE_PY_FRAMES_DEFAULT  1024  /* Python frames read in the kernel per sample */
+#define SAMPLE_PY_FRAMES_MAX      1024  /* upper bound of that cap (a power of two; the
+                                           per-CPU scratch must stay under 32 KiB) */
+#define SAMPLE_PY_SLICE_MAX       128   /* bytes of a frame / thread state read at once */
 
 /* flags */
 #define SAMPLE_F_IN_KERNEL    (1u << 0) /* the sample landed in kernel mode */
@@ -47,12 +58,21 @@
 #define SAMPLE_F_COPY_BOUNDED (1u << 5) /* copy bounded by a known stack end */
 #define SAMPLE_F_NO_UREGS     (1u << 6) /* kernel thread or no user registers */
 
+/* py_flags: what the in-kernel Python reader found (0: the thread is not known to it) */
+#define SAMPLE_PY_CAPTURED  (1u << 0) /* py[] is the thread's whole chain (maybe empty) */
+#define SAMPLE_PY_TRUNCATED (1u << 1) /* the frame cap was reached: the root side is missing */
+#define SAMPLE_PY_STALE     (1u << 2) /* the thread state is not this thread's (thread gone) */
+#define SAMPLE_PY_BROKEN    (1u << 3) /* a read failed or a frame was invalid: chain dropped */
+
 /* Per-CPU counters (array map "counters", index = enum value). */
 enum sample_counter {
     SAMPLE_CNT_MATCHED = 0, /* samples of a target thread seen by the program */
     SAMPLE_CNT_LOST,        /* ring buffer full: record dropped */
     SAMPLE_CNT_COPY_ERR,    /* stack copy failed at every size */
     SAMPLE_CNT_COPY_RETRY,  /* a copy needed a smaller size */
+    SAMPLE_CNT_PY_FRAMES,   /* Python frames read in the kernel */
+    SAMPLE_CNT_PY_STALE,    /* thread states that no longer matched their tid */
+    SAMPLE_CNT_PY_BROKEN,   /* chains given up (read error, invalid frame) */
     SAMPLE_CNT_NR,
 };
 
@@ -73,15 +93,50 @@ struct sample_event {
     __u32 kstack_len;
     __u32 ustack_len;
     __u32 stack_len;
-    __u16 py_count; /* reserved: Python frames captured in the kernel (0 for now) */
-    __u16 py_flags; /* reserved */
+    __u16 py_count; /* Python frames after the stack copy */
+    __u16 py_flags; /* SAMPLE_PY_* */
     char comm[SAMPLE_COMM_LEN];
     __u64 kstack[SAMPLE_MAX_STACK_DEPTH];
     __u64 ustack[SAMPLE_MAX_STACK_DEPTH];
     __u8 stack[];
 };
 
+struct sample_pyframe {
+    __u64 code; /* code address | owner | is_entry << 2 */
+    __u64 instr;
+};
+
+#define SAMPLE_PY_OWNER_MASK 3ull
+#define SAMPLE_PY_ENTRY_BIT  4ull
+#define SAMPLE_PY_CODE_MASK  (~7ull)
+
+/*
+ * Where the reader finds a process's Python state (map "py_layouts", tgid -> this); filled by
+ * user space from the runtime it attached to. One read per object: a slice of it.
+ *
+ *   thread state slice [ts_lo, ts_lo + ts_len) of the object holds native_thread_id and
+ *     cframe (3.11, 3.12: then one 8-byte read of cframe + cf_current_frame) or current_frame
+ *     (3.13 and later: ts_cframe == SAMPLE_PY_NONE)
+ *   frame slice [f_lo, f_lo + f_len) holds code, previous, instr, owner and is_entry
+ *
+ * Field offsets are bytes from the start of their slice (cf_current_frame: of the _PyCFrame);
+ * slices are at most SAMPLE_PY_SLICE_MAX bytes and 8-byte fields lie 8-byte aligned in them.
+ */
+struct sample_pylayout {
+    __u16 ts_lo, ts_len;
+    __u16 ts_native_thread_id, ts_cframe, cf_current_frame, ts_current_frame;
+    __u16 f_lo, f_len;
+    __u16 f_code, f_previous, f_instr, f_owner;
+    __u16 f_is_entry; /* SAMPLE_PY_NONE: none (3.12+) */
+    __u8 max_owner;   /* owners above this are not frames (2 for 3.11, 3 later) */
+    __u8 pad;
+};
+
+#define SAMPLE_PY_NONE 0xffff
+
 #define SAMPLE_HDR_SIZE 2168
+_Static_assert(sizeof(struct sample_pyframe) == 16, "sample_pyframe layout");
+_Static_assert(sizeof(struct sample_pylayout) == 28, "sample_pylayout layout");
 _Static_assert(sizeof(struct sample_regs) == 72, "sample_regs layout");
 _Static_assert(sizeof(struct sample_event) == SAMPLE_HDR_SIZE, "sample_event layout");
 

@@ -65,7 +65,9 @@ static size_t pow2_at_least(size_t v)
  * drains it far more often than that. */
 static size_t choose_ring_size(const struct sampler_opts *o, unsigned ncpus)
 {
-    size_t rec = (sizeof(struct sample_event) + o->stack_copy + 8 + 7) & ~(size_t)7;
+    size_t rec = (sizeof(struct sample_event) + o->stack_copy + (size_t)o->py_frames * sizeof(struct sample_pyframe) +
+                  8 + 7) &
+                 ~(size_t)7;
     size_t want = (size_t)o->frequency * ncpus * rec / 4;
 
     if (want < RING_MIN)
@@ -99,6 +101,12 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
     if (!s)
         return -ENOMEM;
     s->opts = *o;
+    if (s->opts.no_py_frames)
+        s->opts.py_frames = 0;
+    else if (!s->opts.py_frames)
+        s->opts.py_frames = SAMPLE_PY_FRAMES_DEFAULT;
+    else if (s->opts.py_frames > SAMPLE_PY_FRAMES_MAX)
+        s->opts.py_frames = SAMPLE_PY_FRAMES_MAX;
     s->stats_fd = -1;
     s->fn = fn;
     s->ctx = ctx;
@@ -120,6 +128,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
     s->skel->rodata->cfg_stack_copy = o->stack_copy;
     s->skel->rodata->cfg_kernel_stack = o->kernel_stack;
     s->skel->rodata->cfg_user_fp_stack = o->user_fp_stack;
+    s->skel->rodata->cfg_py_frames = s->opts.py_frames;
     {
         /* In a PID namespace other than the initial one (a container), the program translates
          * the kernel's ids into ours. */
@@ -132,7 +141,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
     }
     bpf_program__set_autoload(s->skel->progs.follow_fork, o->children);
     bpf_program__set_autoload(s->skel->progs.start_on_exec, o->launch);
-    s->ring_size = o->ring_size ? pow2_at_least(o->ring_size) : choose_ring_size(o, ncpu);
+    s->ring_size = o->ring_size ? pow2_at_least(o->ring_size) : choose_ring_size(&s->opts, ncpu);
     err = bpf_map__set_max_entries(s->skel->maps.events, s->ring_size);
     if (err)
         goto fail;
@@ -203,6 +212,39 @@ int sampler_set_stack_end(struct sampler *s, pid_t tid, uint64_t end)
     if (bpf_map__update_elem(s->skel->maps.stack_ends, &key, sizeof(key), &val, sizeof(val), BPF_ANY))
         return -errno;
     return 0;
+}
+
+int sampler_set_py_layout(struct sampler *s, pid_t tgid, const struct sample_pylayout *L)
+{
+    __u32 key = tgid;
+
+    if (bpf_map__update_elem(s->skel->maps.py_layouts, &key, sizeof(key), L, sizeof(*L), BPF_ANY))
+        return -errno;
+    return 0;
+}
+
+int sampler_set_py_thread(struct sampler *s, pid_t tid, uint64_t tstate)
+{
+    __u32 key = tid;
+    __u64 val = tstate;
+
+    if (bpf_map__update_elem(s->skel->maps.py_threads, &key, sizeof(key), &val, sizeof(val), BPF_ANY))
+        return -errno;
+    return 0;
+}
+
+int sampler_remove_py_thread(struct sampler *s, pid_t tid)
+{
+    __u32 key = tid;
+
+    if (bpf_map__delete_elem(s->skel->maps.py_threads, &key, sizeof(key), 0))
+        return -errno;
+    return 0;
+}
+
+uint32_t sampler_py_frames(const struct sampler *s)
+{
+    return s->opts.py_frames;
 }
 
 /* Online CPUs from /sys/devices/system/cpu/online ("0-3,5"); falls back to all possible. */
@@ -327,6 +369,9 @@ int sampler_counters(struct sampler *s, struct sampler_counters *out)
     out->lost = sums[SAMPLE_CNT_LOST];
     out->copy_err = sums[SAMPLE_CNT_COPY_ERR];
     out->copy_retry = sums[SAMPLE_CNT_COPY_RETRY];
+    out->py_frames = sums[SAMPLE_CNT_PY_FRAMES];
+    out->py_stale = sums[SAMPLE_CNT_PY_STALE];
+    out->py_broken = sums[SAMPLE_CNT_PY_BROKEN];
     out->prog_runs = out->prog_time_ns = 0;
     if (s->stats_fd >= 0) {
         struct bpf_prog_info info = {0};

@@ -23,6 +23,9 @@ struct sampler_opts {
     bool children;       /* processes forked by a target become targets */
     bool launch;         /* targets may be added at their exec (sampler_add_pending) */
     bool prog_stats;     /* have the kernel time the program (global while sampling) */
+    uint32_t py_frames;  /* Python frames read in the kernel per sample (cap, at most
+                            SAMPLE_PY_FRAMES_MAX); 0: SAMPLE_PY_FRAMES_DEFAULT */
+    bool no_py_frames;   /* no in-kernel Python reader (records lose its reserved room) */
     size_t ring_size;    /* bytes, 0: chosen from frequency and record size */
     bool verbose;        /* libbpf messages to stderr */
 };
@@ -45,6 +48,9 @@ struct sampler_counters {
     uint64_t lost;         /* dropped: ring buffer full */
     uint64_t copy_err;     /* no stack copy */
     uint64_t copy_retry;   /* copy needed a smaller size */
+    uint64_t py_frames;    /* Python frames read in the kernel */
+    uint64_t py_stale;     /* thread states found not to belong to their tid (dropped) */
+    uint64_t py_broken;    /* in-kernel chains given up (read error, invalid frame) */
     uint64_t prog_runs;    /* program runs, every tick of every CPU (prog_stats) */
     uint64_t prog_time_ns; /* their total run time (prog_stats) */
 };
@@ -60,6 +66,13 @@ int sampler_remove_target(struct sampler *s, pid_t tgid);
 int sampler_add_pending(struct sampler *s, pid_t tgid);
 /* Tells the program where a thread's stack mapping ends (copies stop there). */
 int sampler_set_stack_end(struct sampler *s, pid_t tid, uint64_t end);
+/* In-kernel Python reader: the layout of process tgid's Python structures, and the thread
+ * state of each of its threads (a stale one is dropped by the program itself). */
+int sampler_set_py_layout(struct sampler *s, pid_t tgid, const struct sample_pylayout *L);
+int sampler_set_py_thread(struct sampler *s, pid_t tid, uint64_t tstate);
+int sampler_remove_py_thread(struct sampler *s, pid_t tid);
+/* Python frames per sample the program reads at most (0: reader off). */
+uint32_t sampler_py_frames(const struct sampler *s);
 int sampler_attach(struct sampler *s);
 /* Stops sampling (closes the perf events); records already in the ring stay readable, and
  * counters read afterwards are final. */

@@ -1,0 +1,351 @@
+/* Unit tests for user/pykernel.c and the Python reader of bpf/sample.bpf.c: layouts of 3.11,
+ * 3.12 and 3.13 converted for the program, records decoded, and (as root) the real program
+ * reading synthetic frame chains built in this process: exact frames, the cap and its flag, a
+ * looping chain, an invalid frame, and a thread state that names another thread. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "pykernel.h"
+#include "sampler.h"
+
+/* Offsets of the x86-64 default builds (docs/python-frames.md). */
+static struct pyrt_layout layout_311(void)
+{
+    return (struct pyrt_layout){.major = 3, .minor = 11, .ts_native_thread_id = 160, .ts_cframe = 56,
+                                .cf_current_frame = 8, .f_code = 32, .f_previous = 48, .f_instr = 56,
+                                .f_owner = 69, .f_is_entry = 68};
+}
+
+static struct pyrt_layout layout_312(void)
+{
+    return (struct pyrt_layout){.major = 3, .minor = 12, .ts_native_thread_id = 144, .ts_cframe = 56,
+                                .cf_current_frame = 0, .f_code = 0, .f_previous = 8, .f_instr = 56,
+                                .f_owner = 70, .f_is_entry = -1};
+}
+
+static struct pyrt_layout layout_313(void)
+{
+    return (struct pyrt_layout){.major = 3, .minor = 13, .ts_native_thread_id = 160, .ts_current_frame = 72,
+                                .f_code = 0, .f_previous = 8, .f_instr = 56, .f_owner = 70, .f_is_entry = -1};
+}
+
+static void test_layouts(void **state)
+{
+    struct pyrt_layout in = layout_311();
+    struct sample_pylayout L;
+
+    assert_int_equal(pykernel_layout(&in, &L), 0);
+    assert_int_equal(L.ts_lo, 56);
+    assert_int_equal(L.ts_len, 112);
+    assert_int_equal(L.ts_cframe, 0);
+    assert_int_equal(L.ts_native_thread_id, 104);
+    assert_int_equal(L.cf_current_frame, 8);
+    assert_int_equal(L.ts_current_frame, SAMPLE_PY_NONE);
+    assert_int_equal(L.f_lo, 32);
+    assert_int_equal(L.f_len, 38);
+    assert_int_equal(L.f_code, 0);
+    assert_int_equal(L.f_previous, 16);
+    assert_int_equal(L.f_instr, 24);
+    assert_int_equal(L.f_is_entry, 36);
+    assert_int_equal(L.f_owner, 37);
+    assert_int_equal(L.max_owner, 2);
+
+    in = layout_312();
+    assert_int_equal(pykernel_layout(&in, &L), 0);
+    assert_int_equal(L.ts_lo, 56);
+    assert_int_equal(L.ts_len, 96);
+    assert_int_equal(L.ts_native_thread_id, 88);
+    assert_int_equal(L.f_lo, 0);
+    assert_int_equal(L.f_len, 71);
+    assert_int_equal(L.f_owner, 70);
+    assert_int_equal(L.f_is_entry, SAMPLE_PY_NONE);
+    assert_int_equal(L.max_owner, 3);
+
+    in = layout_313();
+    assert_int_equal(pykernel_layout(&in, &L), 0);
+    assert_int_equal(L.ts_cframe, SAMPLE_PY_NONE);
+    assert_int_equal(L.ts_lo, 72);
+    assert_int_equal(L.ts_current_frame, 0);
+    assert_int_equal(L.ts_native_thread_id, 88);
+
+    /* A thread state whose fields lie too far apart for one slice is refused. */
+    in.ts_native_thread_id = 400;
+    assert_int_equal(pykernel_layout(&in, &L), -ENOTSUP);
+    /* So is a pointer field that is not 8-aligned in its slice. */
+    in = layout_313();
+    in.f_previous = 12;
+    assert_int_equal(pykernel_layout(&in, &L), -ENOTSUP);
+}
+
+/* A record with `n` frames after a stack copy of `copy` bytes. */
+static struct sample_event *record(size_t copy, size_t n, uint16_t flags, size_t *len)
+{
+    struct sample_event *ev;
+
+    *len = offsetof(struct sample_event, stack) + copy + n * sizeof(struct sample_pyframe);
+    ev = calloc(1, *len);
+    assert_non_null(ev);
+    ev->stack_len = (uint32_t)copy;
+    ev->py_count = (uint16_t)n;
+    ev->py_flags = flags;
+    memset(ev->stack, 0xab, copy);
+    for (size_t i = 0; i < n; i++) {
+        struct sample_pyframe f = {.code = (0x7f0000001000ull + 0x100 * i) | (i % 4) | (i % 2 ? 4 : 0),
+                                   .instr = 0x7f0000002000ull + 2 * i};
+        memcpy(ev->stack + copy + i * sizeof(f), &f, sizeof(f));
+    }
+    return ev;
+}
+
+static void test_decode(void **state)
+{
+    struct pystack_raw raw[8];
+    bool trunc = true;
+    size_t len;
+    struct sample_event *ev = record(64, 5, SAMPLE_PY_CAPTURED, &len);
+
+    assert_int_equal(pykernel_decode(ev, len, raw, 8, &trunc), 5);
+    assert_false(trunc);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(raw[i].code, 0x7f0000001000ull + 0x100 * i);
+        assert_int_equal(raw[i].instr, 0x7f0000002000ull + 2 * i);
+        assert_int_equal(raw[i].owner, i % 4);
+        assert_int_equal(raw[i].is_entry, i % 2);
+    }
+    /* Fewer slots than frames: cut, and said so. */
+    assert_int_equal(pykernel_decode(ev, len, raw, 3, &trunc), 3);
+    assert_true(trunc);
+    /* A chain longer than the record is refused. */
+    assert_int_equal(pykernel_decode(ev, len - 1, raw, 8, &trunc), -EINVAL);
+    ev->py_flags |= SAMPLE_PY_TRUNCATED;
+    assert_int_equal(pykernel_decode(ev, len, raw, 8, &trunc), 5);
+    assert_true(trunc);
+    /* Records without a usable chain. */
+    ev->py_flags = 0;
+    assert_int_equal(pykernel_decode(ev, len, raw, 8, &trunc), -ENOENT);
+    ev->py_flags = SAMPLE_PY_CAPTURED | SAMPLE_PY_STALE;
+    assert_int_equal(pykernel_decode(ev, len, raw, 8, &trunc), -ENOENT);
+    ev->py_flags = SAMPLE_PY_BROKEN;
+    assert_int_equal(pykernel_decode(ev, len, raw, 8, &trunc), -ENOENT);
+    free(ev);
+    /* An empty chain is a chain: no Python code was running. */
+    ev = record(0, 0, SAMPLE_PY_CAPTURED, &len);
+    assert_int_equal(pykernel_decode(ev, len, raw, 8, &trunc), 0);
+    free(ev);
+}
+
+/* -- The program on synthetic chains (root) ---------------------------------------------------- */
+
+#define NFRAMES 1100
+#define FRAME_SZ 80 /* 3.12 _PyInterpreterFrame up to owner, rounded */
+
+struct fake {
+    uint8_t ts[256];
+    uint64_t cframe[2];
+    uint8_t frames[NFRAMES][FRAME_SZ];
+};
+
+struct seen {
+    int phase; /* records are counted only while set */
+    pid_t tid;
+    unsigned n, captured, truncated, stale, broken, unknown, exact;
+    unsigned min_count, max_count;
+    const struct fake *f;
+    unsigned want; /* frames of an exact chain */
+};
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+
+/* Frame i: code 0x...1000 + 0x40 i (aligned), instr, owner 0 except a final shim (owner 3, no
+ * code) when `shim`; previous is frame i + 1, or none after `n`. */
+static void build(struct fake *f, unsigned n, bool shim, pid_t tid)
+{
+    memset(f, 0, sizeof(*f));
+    put64(f->ts + 56, (uint64_t)(uintptr_t)f->cframe);
+    put64(f->ts + 144, (uint64_t)tid);
+    f->cframe[0] = n ? (uint64_t)(uintptr_t)f->frames[0] : 0;
+    for (unsigned i = 0; i < n; i++) {
+        uint8_t *fr = f->frames[i];
+        bool last = i + 1 == n;
+
+        put64(fr + 0, last && shim ? 0 : 0x5a0000001000ull + 0x40ull * i);
+        put64(fr + 8, last ? 0 : (uint64_t)(uintptr_t)f->frames[i + 1]);
+        put64(fr + 56, 0x5b0000000000ull + 2ull * i);
+        fr[70] = last && shim ? 3 : 0;
+    }
+}
+
+static int on_record(void *ctx, const struct sample_event *ev, size_t len)
+{
+    struct seen *s = ctx;
+    struct pystack_raw raw[SAMPLE_PY_FRAMES_MAX];
+    bool trunc;
+    int n;
+
+    if (!s->phase || ev->tid != (uint32_t)s->tid)
+        return 0;
+    s->n++;
+    if (ev->py_flags & SAMPLE_PY_STALE)
+        s->stale++;
+    if (ev->py_flags & SAMPLE_PY_BROKEN)
+        s->broken++;
+    if (!ev->py_flags)
+        s->unknown++;
+    if (!(ev->py_flags & SAMPLE_PY_CAPTURED))
+        return 0;
+    s->captured++;
+    if (ev->py_flags & SAMPLE_PY_TRUNCATED)
+        s->truncated++;
+    if (ev->py_count < s->min_count)
+        s->min_count = ev->py_count;
+    if (ev->py_count > s->max_count)
+        s->max_count = ev->py_count;
+    n = pykernel_decode(ev, len, raw, SAMPLE_PY_FRAMES_MAX, &trunc);
+    if (n < 0 || (unsigned)n != s->want)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t code, instr;
+
+        memcpy(&code, s->f->frames[i] + 0, 8);
+        memcpy(&instr, s->f->frames[i] + 56, 8);
+        if (raw[i].code != code || raw[i].instr != instr || raw[i].owner != s->f->frames[i][70])
+            return 0;
+    }
+    s->exact++;
+    return 0;
+}
+
+static void burn(double seconds)
+{
+    struct timespec a, b;
+    volatile uint64_t x = 1;
+
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do {
+        for (int i = 0; i < 100000; i++)
+            x = x * 6364136223846793005ull + 1;
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    } while ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9 < seconds);
+}
+
+/* Samples this thread for a while with the chain as it is now; counts into a fresh s. */
+static void run_phase(struct sampler *smp, struct seen *s, unsigned want)
+{
+    assert_true(sampler_poll(smp) >= 0); /* records of the set-up, not counted */
+    s->n = s->captured = s->truncated = s->stale = s->broken = s->unknown = s->exact = 0;
+    s->min_count = UINT32_MAX;
+    s->max_count = 0;
+    s->want = want;
+    s->phase = 1;
+    for (int i = 0; i < 8; i++) {
+        burn(0.04);
+        assert_true(sampler_poll(smp) >= 0);
+    }
+    s->phase = 0;
+    assert_true(s->n >= 5);
+}
+
+static void test_program_reads_chains(void **state)
+{
+    struct sampler_opts o = {.frequency = 997, .stack_copy = 512};
+    struct pyrt_layout in = layout_312();
+    struct sample_pylayout L;
+    struct sampler_counters c;
+    struct seen s = {0};
+    struct sampler *smp;
+    struct fake *f;
+
+    if (geteuid() != 0)
+        skip();
+    f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    s.tid = (pid_t)syscall(SYS_gettid);
+    s.f = f;
+    assert_int_equal(sampler_open(&smp, &o, on_record, &s, NULL), 0);
+    assert_int_equal(sampler_py_frames(smp), SAMPLE_PY_FRAMES_DEFAULT);
+    assert_int_equal(pykernel_layout(&in, &L), 0);
+    assert_int_equal(sampler_set_py_layout(smp, getpid(), &L), 0);
+    assert_int_equal(sampler_add_target(smp, getpid()), 0);
+    assert_int_equal(sampler_attach(smp), 0);
+
+    /* Unknown thread: no chain, no flags. */
+    run_phase(smp, &s, 0);
+    assert_int_equal(s.unknown, s.n);
+
+    /* Five frames ending in a C-stack shim: every record carries exactly them. */
+    build(f, 5, true, s.tid);
+    assert_int_equal(sampler_set_py_thread(smp, s.tid, (uint64_t)(uintptr_t)f->ts), 0);
+    run_phase(smp, &s, 5);
+    assert_int_equal(s.captured, s.n);
+    assert_int_equal(s.exact, s.n);
+    assert_int_equal(s.truncated, 0);
+
+    /* 1000 frames: all of them (the cap is 1024). */
+    build(f, 1000, false, s.tid);
+    run_phase(smp, &s, 1000);
+    assert_int_equal(s.exact, s.n);
+    assert_int_equal(s.truncated, 0);
+
+    /* 1100 frames: cut at the cap, flagged. */
+    build(f, NFRAMES, false, s.tid);
+    run_phase(smp, &s, SAMPLE_PY_FRAMES_DEFAULT);
+    assert_int_equal(s.captured, s.n);
+    assert_int_equal(s.truncated, s.n);
+    assert_int_equal(s.min_count, SAMPLE_PY_FRAMES_DEFAULT);
+    assert_int_equal(s.exact, s.n);
+
+    /* A frame that is its own previous: bounded by the cap. */
+    build(f, 3, false, s.tid);
+    put64(f->frames[2] + 8, (uint64_t)(uintptr_t)f->frames[1]);
+    run_phase(smp, &s, 0);
+    assert_int_equal(s.truncated, s.n);
+    assert_int_equal(s.max_count, SAMPLE_PY_FRAMES_DEFAULT);
+
+    /* An owner no version has: the chain is given up, not half-delivered. */
+    build(f, 4, false, s.tid);
+    f->frames[2][70] = 7;
+    run_phase(smp, &s, 0);
+    assert_int_equal(s.broken, s.n);
+    assert_int_equal(s.captured, 0);
+
+    /* The thread state names another thread: stale once, then the entry is gone. */
+    build(f, 4, false, s.tid + 1);
+    run_phase(smp, &s, 0);
+    assert_true(s.stale >= 1);
+    assert_int_equal(s.stale + s.unknown, s.n);
+    assert_int_equal(s.captured, 0);
+    run_phase(smp, &s, 0);
+    assert_int_equal(s.unknown, s.n);
+
+    assert_int_equal(sampler_counters(smp, &c), 0);
+    assert_true(c.py_frames > 0);
+    assert_true(c.py_stale >= 1);
+    assert_true(c.py_broken >= 1);
+    sampler_close(smp);
+    free(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layouts),
+        cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_program_reads_chains),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
