@@ -51,22 +51,53 @@ case_replay() {
     done
 }
 
-# 2. Remote reads per sample: bench/pyreads drives the Python frame reader over all threads of
-#    a workload, round-robin like a sampler, with the caches and with a fresh reader per sample.
+# 2. Remote reads per sample on three Python workloads:
+#    inkernel  pyebpf-sample with BPF: Python chains captured in the kernel, code objects read
+#    nobpf     pyebpf-sample --no-bpf: every sample read with process_vm_readv (timer, all threads)
+#    cached    bench/pyreads: the reader alone, its caches on (threads in turn, every 200 us)
+#    cold      bench/pyreads -m cold: a fresh reader per sample, every cache empty (the baseline)
+#    For pyebpf-sample, `marginal_*` = (run of D s - run of 1 s) / (difference in samples): the
+#    cost of one more sample, without attaching (ELF, runtime discovery) and the first reads.
+py_sample_run() { # py_sample_run PID DURATION STATS [OPTIONS...]
+    local pid=$1 dur=$2 st=$3
+    shift 3
+    "$SAMPLE" -q --stats -F 1000 -d "$dur" -o "$st.folded" "$@" "$pid" > /dev/null 2> "$st"
+}
 case_pyreads() {
-    local n ncold
+    local n ncold dur
     n=$(q 2000 10000)
     ncold=$(q 30 100)
+    dur=$(q 3 8)
     for w in steady change threads50; do
         local log=$OUT/pyload.$w.out
         $PY bench/pyload.py "$w" > "$log" 2>&1 &
         local pid=$!
         for _ in $(seq 100); do grep -q READY "$log" && break; sleep 0.1; done
+        for mode in inkernel nobpf; do
+            local opt="" s1=$OUT/pyreads.$w.$mode.1 s2=$OUT/pyreads.$w.$mode.$dur
+            [ $mode = nobpf ] && opt=--no-bpf
+            # shellcheck disable=SC2086
+            py_sample_run "$pid" 1 "$s1" $opt
+            # shellcheck disable=SC2086
+            py_sample_run "$pid" "$dur" "$s2" $opt
+            local n1 n2 r1 r2 b1 b2
+            n1=$(stat_of python_samples "$s1"); n2=$(stat_of python_samples "$s2")
+            r1=$(stat_of remote_reads "$s1"); r2=$(stat_of remote_reads "$s2")
+            b1=$(stat_of remote_read_bytes "$s1"); b2=$(stat_of remote_read_bytes "$s2")
+            if [ -z "$n2" ] || [ -z "$n1" ] || [ "$n2" -le "$n1" ]; then
+                echo "pyreads workload=$w mode=$mode error=$(grep -v ': ' "$s2" | head -c 200 | tr '\n' ' ')"
+                continue
+            fi
+            echo "pyreads workload=$w mode=$mode samples=$n2 reads_per_sample=$(stat_of reads_per_sample "$s2")" \
+                "bytes_per_sample=$((b2 / n2)) marginal_reads_per_sample=$(echo "scale=3; ($r2 - $r1) / ($n2 - $n1)" | bc)" \
+                "marginal_bytes_per_sample=$(((b2 - b1) / (n2 - n1)))" \
+                "in_kernel_samples=$(stat_of python_samples_in_kernel "$s2") frames_per_sample=$(stat_of python_frames_per_sample "$s2")"
+        done
         for mode in cached cold; do
             local r
             r=$("$BUILD/bench/pyreads" -m "$mode" -n "$([ $mode = cold ] && echo "$ncold" || echo "$n")" \
                 -i 200 "$pid" 2>&1)
-            echo "pyreads workload=$w cache=$([ $mode = cold ] && echo off || echo on) $r"
+            echo "pyreads workload=$w mode=$mode $r"
         done
         kill "$pid"
         wait "$pid" 2> /dev/null
