@@ -1,6 +1,6 @@
 # Benchmarks (results and commands: docs/benchmarks.md).
 #
-#   make bench                 every case (~15 min); BENCH_QUICK=1 for a short run (~3 min)
+#   make bench                 every case; BENCH_QUICK=1 for a short run (times: docs/benchmarks.md)
 #   make bench-replay          collector cost per sample only (case 1)
 #
 # bench/run.sh prints one summary line per case; bench-tramp (jitdump/python.mk) adds the
@@ -24,7 +24,7 @@ all: $(BENCH_BINS)
 
 .PHONY: bench-run bench-replay
 bench: bench-run
-bench-run: $(BENCH_BINS) $(BUILD)/pyebpf-sample $(BUILD)/tools/pystack-dump $(PROG_BINS)
+bench-run: $(BENCH_BINS) $(BUILD)/pyebpf-sample $(PROG_BINS)
 	BUILD=$(BUILD) BENCH_QUICK=$(BENCH_QUICK) bench/run.sh
 bench-replay: $(BUILD)/bench/replay
 	BUILD=$(BUILD) BENCH_QUICK=$(BENCH_QUICK) bench/run.sh replay

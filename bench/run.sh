@@ -136,7 +136,7 @@ case_rate() {
 #    interleaved rounds; the ratio is taken per round (sampled / alone of that round), then the
 #    median over the rounds.
 case_slowdown() {
-    local rounds cfgs="1000 10000 1000fp 10000fp"
+    local rounds cfgs="1000 10000 10000fp"
     command -v perf > /dev/null && cfgs="$cfgs perf10000"
     rounds=$(q 3 7)
     : > "$OUT/slow.alone"
