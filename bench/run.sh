@@ -18,6 +18,7 @@ mkdir -p "$OUT"
 CASES=${*:-replay pyreads rate slowdown memory}
 
 q() { [ "$QUICK" = 1 ] && echo "$1" || echo "$2"; } # q QUICK_VALUE FULL_VALUE
+num() { LC_ALL=C printf "%.${2:-3}f" "$(echo "scale=6; $1" | bc)"; } # num EXPR [DECIMALS]
 stat_of() { awk -F': ' -v k="$1" '$1 == k { print $2; exit }' "$2"; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
@@ -47,7 +48,7 @@ case_replay() {
                 on && $2 ~ /^\(/ && n < 3 { fn = $3; sub(/.*:/, "", fn); sub(/\[.*/, "", fn); p = $2; gsub(/[()%]/, "", p)
                                        out = out (n ? "," : "") fn ":" p "%"; n++ }
                 END { print out }')
-            echo "collect_ir depth=$d unwind=$m ir_per_sample=$((ir / cgn)) ratio_vs_d10=$(echo "scale=2; $ir / $base" | bc) top=$top"
+            echo "collect_ir depth=$d unwind=$m ir_per_sample=$((ir / cgn)) ratio_vs_d10=$(num "$ir / $base" 2) top=$top"
         done
     done
 }
@@ -90,7 +91,7 @@ case_pyreads() {
                 continue
             fi
             echo "pyreads workload=$w mode=$mode samples=$n2 reads_per_sample=$(stat_of reads_per_sample "$s2")" \
-                "bytes_per_sample=$((b2 / n2)) marginal_reads_per_sample=$(echo "scale=3; ($r2 - $r1) / ($n2 - $n1)" | bc)" \
+                "bytes_per_sample=$((b2 / n2)) marginal_reads_per_sample=$(num "($r2 - $r1) / ($n2 - $n1)")" \
                 "marginal_bytes_per_sample=$(((b2 - b1) / (n2 - n1)))" \
                 "in_kernel_samples=$(stat_of python_samples_in_kernel "$s2") frames_per_sample=$(stat_of python_frames_per_sample "$s2")"
         done
@@ -127,7 +128,7 @@ case_rate() {
             continue
         fi
         echo "rate hz=$hz duration_s=$dus samples=$s kernel_matched=$matched lost=$lost" \
-            "lost_pct=$(stat_of lost_pct "$st") matched_per_s=$(echo "$matched / $dus" | bc) collector_cpu_pct=$(echo "scale=2; $cpu / ($dus * 10000)" | bc)" \
+            "lost_pct=$(stat_of lost_pct "$st") matched_per_s=$(num "$matched / $dus" 0) collector_cpu_pct=$(num "$cpu / ($dus * 10000)" 2)" \
             "loop_cpu_us_per_sample=$loop bpf_ns_per_sample=$(stat_of bpf_ns_per_sample "$st")"
     done
 }
