@@ -82,8 +82,11 @@ struct {
 
 /* Per-CPU scratch of the Python reader: the slice being read and the chain so far (too large
  * for the 512-byte BPF stack); the chain is copied into the record in one piece at the end. */
+#define PY_WINDOW 4096 /* bytes of a thread's frames read at once (a power of two) */
+
 struct py_scratch {
     __u8 slice[SAMPLE_PY_SLICE_MAX];
+    __u8 win[PY_WINDOW];
     struct sample_pyframe fr[SAMPLE_PY_FRAMES_MAX];
 };
 
@@ -204,9 +207,12 @@ static __always_inline __u32 copy_stack(struct sample_event *ev, struct task_str
 /* -- Python frames ------------------------------------------------------------------------- */
 
 struct py_walk {
-    __u64 addr; /* next frame to read; 0: the chain ended */
-    __u32 n;    /* frames in scratch */
+    __u64 addr;  /* next frame to read; 0: the chain ended */
+    __u64 wbase; /* address of win[0]; 0: nothing in win */
+    __u64 wend;  /* end of what win holds */
+    __u32 n;     /* frames in scratch */
     __u32 flags;
+    struct py_scratch *sc;
     struct sample_pylayout L;
 };
 
@@ -216,17 +222,29 @@ static __always_inline __u64 slice_u64(const struct py_scratch *sc, __u32 off)
     return *(const __u64 *)&sc->slice[off & (SAMPLE_PY_SLICE_MAX - 8) & ~7u];
 }
 
-static __always_inline __u8 slice_u8(const struct py_scratch *sc, __u32 off)
+/* Fields of the frame whose slice starts at win[at]. */
+static __always_inline __u64 win_u64(const struct py_scratch *sc, __u32 at, __u32 off)
 {
-    return sc->slice[off & (SAMPLE_PY_SLICE_MAX - 1)];
+    return *(const __u64 *)&sc->win[(at + off) & (PY_WINDOW - 8)];
 }
 
-/* One frame per call (bpf_loop): read its slice, keep (code, instr, owner), go to previous. */
+static __always_inline __u8 win_u8(const struct py_scratch *sc, __u32 at, __u32 off)
+{
+    return sc->win[(at + off) & (PY_WINDOW - 1)];
+}
+
+/*
+ * One frame per call (bpf_loop): find its slice, keep (code, instr, owner), go to previous.
+ * 3.11+ push frames on a per-thread data stack that grows upwards, so a caller usually lies just
+ * below its callee: one read of the PY_WINDOW bytes that end at a frame's slice serves the next
+ * frames too. When that read fails (the window would start below the mapping), only the slice
+ * is read.
+ */
 static long py_step(__u64 i, struct py_walk *w)
 {
-    __u32 zero = 0, len = w->L.f_len;
-    struct py_scratch *sc;
-    __u64 code, instr;
+    __u32 len = w->L.f_len, at;
+    struct py_scratch *sc = w->sc;
+    __u64 code, instr, a;
     __u8 owner, entry = 0;
 
     if (!w->addr)
@@ -235,16 +253,41 @@ static long py_step(__u64 i, struct py_walk *w)
         w->flags |= SAMPLE_PY_TRUNCATED;
         return 1;
     }
-    sc = bpf_map_lookup_elem(&py_scratch, &zero);
-    if (!sc || len > SAMPLE_PY_SLICE_MAX || bpf_probe_read_user(sc->slice, len, (void *)(w->addr + w->L.f_lo))) {
+    if (!sc || len > SAMPLE_PY_SLICE_MAX) {
         w->flags |= SAMPLE_PY_BROKEN;
         return 1;
     }
-    code = slice_u64(sc, w->L.f_code);
-    instr = slice_u64(sc, w->L.f_instr);
-    owner = slice_u8(sc, w->L.f_owner);
+    a = w->addr + w->L.f_lo;
+    if (!w->wbase || a < w->wbase || a + len > w->wend) {
+        w->wend = (a + len + 7) & ~7ull;
+        w->wbase = w->wend - PY_WINDOW;
+        count(SAMPLE_CNT_PY_READS);
+        if (bpf_probe_read_user(sc->win, PY_WINDOW, (void *)w->wbase)) {
+            /* The window started below the mapping (a data-stack chunk starts on a page):
+             * read from the frame's page on, so the rest of the page still serves. */
+            __u64 wlen = a + len - (a & ~4095ull);
+
+            count(SAMPLE_CNT_PY_MISSES);
+            count(SAMPLE_CNT_PY_READS);
+            w->wbase = a & ~4095ull;
+            w->wend = a + len;
+            barrier_var(wlen);
+            if (wlen > PY_WINDOW || bpf_probe_read_user(sc->win, wlen, (void *)w->wbase)) {
+                w->wbase = 0;
+                count(SAMPLE_CNT_PY_READS);
+                if (bpf_probe_read_user(sc->win, len, (void *)a)) {
+                    w->flags |= SAMPLE_PY_BROKEN;
+                    return 1;
+                }
+            }
+        }
+    }
+    at = w->wbase ? (__u32)(a - w->wbase) : 0;
+    code = win_u64(sc, at, w->L.f_code);
+    instr = win_u64(sc, at, w->L.f_instr);
+    owner = win_u8(sc, at, w->L.f_owner);
     if (w->L.f_is_entry != SAMPLE_PY_NONE)
-        entry = slice_u8(sc, w->L.f_is_entry) ? 1 : 0;
+        entry = win_u8(sc, at, w->L.f_is_entry) ? 1 : 0;
     /* Not a frame: an owner out of range, a missing or misaligned code object (a shim, owner 3,
      * may have none). */
     if (owner > w->L.max_owner || (code & 7) || (owner < 3 && !code)) {
@@ -254,7 +297,7 @@ static long py_step(__u64 i, struct py_walk *w)
     sc->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].code = code | owner | ((__u64)entry << 2);
     sc->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].instr = instr;
     w->n++;
-    w->addr = slice_u64(sc, w->L.f_previous);
+    w->addr = win_u64(sc, at, w->L.f_previous);
     return 0;
 }
 
@@ -306,6 +349,7 @@ static __always_inline void py_capture(struct sample_event *ev, __u32 tgid, __u3
     }
 
     w.addr = top;
+    w.sc = sc;
     bpf_loop(cfg_py_frames + 1, py_step, &w, 0);
     if (w.flags & SAMPLE_PY_BROKEN) {
         /* A half chain would be attributed wrongly: user space reads this one itself. */

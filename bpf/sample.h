@@ -73,6 +73,8 @@ enum sample_counter {
     SAMPLE_CNT_PY_FRAMES,   /* Python frames read in the kernel */
     SAMPLE_CNT_PY_STALE,    /* thread states that no longer matched their tid */
     SAMPLE_CNT_PY_BROKEN,   /* chains given up (read error, invalid frame) */
+    SAMPLE_CNT_PY_READS,    /* reads of frame memory (a window or one frame's slice) */
+    SAMPLE_CNT_PY_MISSES,   /* window reads that failed (the window crossed a mapping's start) */
     SAMPLE_CNT_NR,
 };
 

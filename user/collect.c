@@ -29,6 +29,7 @@ struct target {
     struct merge merge;
     uint64_t py_first_ns, py_next_ns;
     uint64_t py_samples;
+    char py_err[256]; /* why the last attach failed */
 };
 
 struct thread {
@@ -52,7 +53,16 @@ struct collector {
     uint32_t *merged; /* scratch: merged user frames, leaf first */
     struct pystack_frame *py; /* scratch: Python frames, leaf first */
     struct pykernel *pk;      /* in-kernel Python chains (NULL: remote reads only) */
+    /* The read now in c->py: records drained together (one ring poll) stand for instants a few
+     * milliseconds apart, but the Python stack is read when they are drained, so a second
+     * record of the same thread within READ_REUSE_NS gets the same read again. */
+    struct target *last_t;
+    uint32_t last_tid;
+    size_t last_np;
+    uint64_t last_ns;
 };
+
+#define READ_REUSE_NS 1000000ull
 
 static uint64_t mono_ns(void)
 {
@@ -60,6 +70,13 @@ static uint64_t mono_ns(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void python_note(const struct collector *c, const struct target *t)
+{
+    if (c->opts.verbose)
+        fprintf(stderr, "pyebpf-sample: PID %d: no Python frames (%s); native frames only\n", (int)t->pid,
+                t->py_err);
 }
 
 int collect_open(struct collector **out, const struct collect_opts *o, struct profile *prof)
@@ -100,6 +117,8 @@ void collect_close(struct collector *c)
         return;
     pykernel_close(c->pk);
     for (size_t i = 0; i < c->ntargets; i++) {
+        if (c->targets[i].py == PY_RETRY)
+            python_note(c, &c->targets[i]); /* ended while attaching was still retried */
         proc_close(c->targets[i].proc);
         pystack_close(c->targets[i].ps);
         merge_free(&c->targets[i].merge);
@@ -150,15 +169,14 @@ static void python_attach(struct collector *c, struct target *t)
     }
     pystack_close(t->ps);
     t->ps = NULL;
+    snprintf(t->py_err, sizeof(t->py_err), "%s", err[0] ? err : strerror(-r));
     if (now - t->py_first_ns < PY_WINDOW_NS && r != -ESRCH) {
         t->py = PY_RETRY;
         t->py_next_ns = now + PY_RETRY_NS;
         return;
     }
     t->py = PY_NONE;
-    if (c->opts.verbose)
-        fprintf(stderr, "pyebpf-sample: PID %d: no Python frames (%s); native frames only\n", (int)t->pid,
-                err[0] ? err : strerror(-r));
+    python_note(c, t);
 }
 
 void collect_proc_stats(const struct collector *c, struct proc_stats *out)
@@ -367,23 +385,42 @@ int collect_set_sampler(struct collector *c, struct sampler *s)
     return s ? pykernel_open(&c->pk, s) : 0;
 }
 
-/* The Python frames of `tid`, leaf first, into c->py; their number (0: none). From the chain
- * the kernel put into record ev when it carries one, else read now. */
+/* The Python frames of `tid`, leaf first, into c->py; their number (0: none). A record that
+ * carries the chain the kernel captured at the sample instant is symbolised from it (counted in
+ * st.python_frames_in_kernel); otherwise the stack is read now (pykernel then teaches the
+ * kernel the thread), or a read of the same thread a moment ago is reused. */
 static size_t python_frames(struct collector *c, struct target *t, uint32_t tid, const struct sample_event *ev,
                             size_t len)
 {
     unsigned flags = 0;
     bool in_kernel = false;
+    uint64_t now;
     int n;
 
     if (!t->ps)
         return 0;
-    if (ev && c->pk)
+    if (ev && c->pk && pykernel_has_chain(ev)) {
         n = pykernel_frames(c->pk, t->ps, ev, len, c->py, COLLECT_MAX_PY, &flags, &in_kernel);
-    else
-        n = pystack_read(t->ps, (pid_t)tid, c->py, COLLECT_MAX_PY, &flags);
-    if (n > 0 && in_kernel)
-        c->st.python_frames_in_kernel += (uint64_t)n;
+        if (n > 0 && in_kernel)
+            c->st.python_frames_in_kernel += (uint64_t)n;
+        c->last_t = NULL; /* c->py no longer holds the last read */
+        goto done;
+    }
+    now = mono_ns();
+    if (c->last_t == t && c->last_tid == tid && now - c->last_ns < READ_REUSE_NS) {
+        c->st.python_reads_reused++;
+        n = (int)c->last_np;
+    } else {
+        if (ev && c->pk)
+            n = pykernel_frames(c->pk, t->ps, ev, len, c->py, COLLECT_MAX_PY, &flags, &in_kernel);
+        else
+            n = pystack_read(t->ps, (pid_t)tid, c->py, COLLECT_MAX_PY, &flags);
+        c->last_t = t;
+        c->last_tid = tid;
+        c->last_ns = now;
+        c->last_np = n > 0 ? (size_t)n : 0;
+    }
+done:
     if (n < 0) {
         if (n != -ESRCH)
             c->st.python_read_errors++;
@@ -535,10 +572,28 @@ void collect_print_python_stats(const struct collector *c, FILE *f)
     fprintf(f, "python_frames_per_sample: %.1f\n",
             cs.python_samples ? (double)cs.python_frames / (double)cs.python_samples : 0.0);
     fprintf(f, "python_read_errors: %" PRIu64 "\n", cs.python_read_errors);
+    fprintf(f, "python_reads_reused: %" PRIu64 "\n", cs.python_reads_reused);
     fprintf(f, "python_frames_in_kernel: %" PRIu64 "\n", cs.python_frames_in_kernel);
     fprintf(f, "merge_errors: %" PRIu64 "\n", cs.merge_errors);
     if (c->pk)
         pykernel_print_stats(c->pk, f);
-    if (best)
-        pystack_print_stats(best->ps, f);
+    if (best) {
+        const struct remote_stats *rs = pystack_remote_stats(best->ps);
+
+        char *text = NULL, *line, *save = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&text, &len);
+
+        /* reads_per_sample is per profile sample here (reused reads count as samples);
+         * pystack's own figure, per pystack_read, keeps another name. */
+        if (m) {
+            pystack_print_stats(best->ps, m);
+            fclose(m);
+            for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+                fprintf(f, "%s%s\n", strncmp(line, "reads_per_sample:", 17) ? "" : "pystack_", line);
+            free(text);
+        }
+        fprintf(f, "reads_per_sample: %.3f\n",
+                best->py_samples ? (double)rs->calls / (double)best->py_samples : 0.0);
+    }
 }

@@ -104,7 +104,7 @@ int pykernel_decode(const struct sample_event *ev, size_t len, struct pystack_ra
     size_t n = ev->py_count;
     const uint8_t *p;
 
-    if (!(ev->py_flags & SAMPLE_PY_CAPTURED) || (ev->py_flags & (SAMPLE_PY_STALE | SAMPLE_PY_BROKEN)))
+    if (!pykernel_has_chain(ev))
         return -ENOENT;
     if (len < off || (len - off) / sizeof(struct sample_pyframe) < n)
         return -EINVAL;
@@ -164,12 +164,20 @@ void pykernel_get_stats(const struct pykernel *pk, struct pykernel_stats *st)
 
 void pykernel_print_stats(const struct pykernel *pk, FILE *f)
 {
+    struct sampler_counters c;
+
     fprintf(f, "python_samples_in_kernel: %" PRIu64 "\n", pk->st.samples_in_kernel);
     fprintf(f, "python_kernel_fallbacks: %" PRIu64 "\n", pk->st.fallbacks);
     fprintf(f, "python_threads_in_kernel: %" PRIu64 "\n", pk->st.threads_taught);
     fprintf(f, "python_kernel_stale: %" PRIu64 "\n", pk->st.stale);
     fprintf(f, "python_kernel_broken: %" PRIu64 "\n", pk->st.broken);
     fprintf(f, "python_kernel_truncated: %" PRIu64 "\n", pk->st.truncated);
+    if (pk->s && !sampler_counters(pk->s, &c)) {
+        fprintf(f, "python_kernel_reads: %" PRIu64 "\n", c.py_reads);
+        fprintf(f, "python_kernel_reads_per_sample: %.2f\n",
+                pk->st.samples_in_kernel ? (double)c.py_reads / (double)pk->st.samples_in_kernel : 0.0);
+        fprintf(f, "python_kernel_window_misses: %" PRIu64 "\n", c.py_misses);
+    }
 }
 
 /* -- Teaching the kernel -------------------------------------------------------------------- */

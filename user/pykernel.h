@@ -47,6 +47,12 @@ int pykernel_layout(const struct pyrt_layout *in, struct sample_pylayout *out);
 int pykernel_decode(const struct sample_event *ev, size_t len, struct pystack_raw *out, size_t max,
                     bool *truncated);
 
+/* Whether record ev carries a usable chain (pykernel_decode would not return -ENOENT). */
+static inline bool pykernel_has_chain(const struct sample_event *ev)
+{
+    return (ev->py_flags & SAMPLE_PY_CAPTURED) && !(ev->py_flags & (SAMPLE_PY_STALE | SAMPLE_PY_BROKEN));
+}
+
 /* s may be NULL: then every record falls back to pystack_read. */
 int pykernel_open(struct pykernel **out, struct sampler *s);
 void pykernel_close(struct pykernel *pk);
@@ -58,9 +64,10 @@ int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample
                     struct pystack_frame *out, size_t max, unsigned *flags, bool *in_kernel);
 
 void pykernel_get_stats(const struct pykernel *pk, struct pykernel_stats *st);
-/* `key: value` lines for --stats: python_frames_in_kernel, python_samples_in_kernel,
- * python_kernel_fallbacks, python_threads_in_kernel, python_kernel_stale,
- * python_kernel_broken, python_kernel_truncated. */
+/* `key: value` lines for --stats (python_frames_in_kernel is printed by the collector):
+ * python_samples_in_kernel, python_kernel_fallbacks, python_threads_in_kernel, python_kernel_stale,
+ * python_kernel_broken, python_kernel_truncated, and the program's python_kernel_reads (user
+ * memory reads of the walk), python_kernel_reads_per_sample, python_kernel_window_misses. */
 void pykernel_print_stats(const struct pykernel *pk, FILE *f);
 
 #endif

@@ -51,6 +51,8 @@ struct sampler_counters {
     uint64_t py_frames;    /* Python frames read in the kernel */
     uint64_t py_stale;     /* thread states found not to belong to their tid (dropped) */
     uint64_t py_broken;    /* in-kernel chains given up (read error, invalid frame) */
+    uint64_t py_reads;     /* reads of frame memory by the in-kernel walk (windows, slices) */
+    uint64_t py_misses;    /* windows that started below their mapping (read again shorter) */
     uint64_t prog_runs;    /* program runs, every tick of every CPU (prog_stats) */
     uint64_t prog_time_ns; /* their total run time (prog_stats) */
 };
