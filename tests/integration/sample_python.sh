@@ -83,7 +83,7 @@ for spec in $PYS; do
     if [ "$tot" -ge 10 ] && [ $((ok * 100)) -ge $((tot * 99)) ]; then
         pass "$tag: caller;…;qsort;…;compare in $ok of $tot samples in the callback"
     else
-        fail "$tag: caller;…;qsort;…;compare order" "$ok of $tot samples ($merr merge errors)"
+        fail "$tag: caller;…;qsort;…;compare order" "$ok of $tot samples ($merr merge errors); first other: $(grep 'compare (' "$d/qs.folded" | grep -vE 'caller \([^;]*\);(.*;)?qsort(_r)?;(.*;)?compare \(' | head -1 | sed "s|$ROOT/tests/py/||g" | head -c 600)"
     fi
     echo "# $tag qsort: $(stat samples "$d/qs.err") samples, $tot in compare, merge_errors $merr (Python stack read at drain time, not at the sample)"
 
