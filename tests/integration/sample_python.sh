@@ -130,7 +130,7 @@ done
 if command -v setpriv > /dev/null; then
     py=/usr/bin/python3.11
     CAPS=(setpriv --bounding-set -all,+sys_ptrace --inh-caps -all,+sys_ptrace --ambient-caps -all,+sys_ptrace --)
-    "${CAPS[@]}" "$S" -q -d 1 -o "$d/x.folded" -- "$py" "$W" steady 2 > /dev/null 2> "$TMP/cap_bpf.err"
+    "${CAPS[@]}" "$S" -q -d 1 -o "$TMP/x.folded" -- "$py" "$W" steady 2 > /dev/null 2> "$TMP/cap_bpf.err"
     rc_bpf=$?
     "${CAPS[@]}" "$S" -q --no-bpf -F 99 -o "$TMP/cap.folded" -- "$py" "$W" steady 2 > /dev/null 2> "$TMP/cap.err"
     rc=$?
@@ -147,7 +147,7 @@ fi
 "$S" -v -q -F 99 -o "$TMP/c.folded" -- "$BUILD/progs/callgraph" 2> "$TMP/c.err" > /dev/null
 notes=$(grep -c 'no Python frames' "$TMP/c.err")
 check "non-Python target: one -v note ($notes)" [ "$notes" = 1 ]
-"$S" -q --no-bpf -o "$d/x.folded" -- sleep 5 2> "$TMP/nb_c.err"
+"$S" -q --no-bpf -o "$TMP/x.folded" -- sleep 5 2> "$TMP/nb_c.err"
 rc=$?
 if [ $rc != 0 ] && grep -q 'not a Python process' "$TMP/nb_c.err"; then
     pass "--no-bpf on a non-Python target: refused (rc $rc)"
