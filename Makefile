@@ -122,6 +122,8 @@ setup:
 	else \
 	  echo "make setup: not root, skipping apt-get (need: $(DEBIAN_PACKAGES))"; fi
 	$(MAKE) all
+	$(MAKE) js-deps
+	$(MAKE) test-pythons
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin

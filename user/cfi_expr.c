@@ -10,6 +10,7 @@
 #include "dwcur.h"
 
 #define EXPR_STACK 64
+#define EXPR_MAX_OPS 1000 /* skip/bra can loop: bound the work one expression may do */
 
 int cfi_eval_expr(const uint8_t *expr, size_t len, const uint64_t regs[CFI_NREGS], uint32_t valid,
                   bool push_initial, uint64_t initial, cfi_read_fn read, void *arg, uint64_t *out)
@@ -32,7 +33,10 @@ int cfi_eval_expr(const uint8_t *expr, size_t len, const uint64_t regs[CFI_NREGS
     } while (0)
     if (push_initial)
         PUSH(initial);
+    unsigned ops = 0;
     while (c.p < c.end) {
+        if (++ops > EXPR_MAX_OPS)
+            return -EINVAL;
         uint8_t op = *c.p++;
         uint64_t a, b, reg;
         int err;

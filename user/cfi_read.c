@@ -114,7 +114,10 @@ static int entry_header(const struct cfi_table *t, uint64_t off, uint64_t *len_o
     *id_pos = c.p;
     if (len == 0)
         return 0;
-    *id = dwcur_u(&c, *is64 && t->debug_frame ? 8 : 4);
+    size_t idsize = *is64 && t->debug_frame ? 8 : 4;
+    if (len < idsize) /* the id must lie inside the entry: later reads start after it */
+        return -EINVAL;
+    *id = dwcur_u(&c, idsize);
     return c.err ? -EINVAL : 0;
 }
 
@@ -384,13 +387,22 @@ static void set_rule(struct interp *in, uint64_t reg, struct cfi_rule r)
 
 static void advance(struct interp *in, uint64_t delta)
 {
-    uint64_t n = in->loc + delta * in->cie->code_align;
+    uint64_t n;
+    /* Saturate: a hostile delta or code alignment must not wrap the location backwards. */
+    if (__builtin_mul_overflow(delta, in->cie->code_align, &n) || __builtin_add_overflow(in->loc, n, &n))
+        n = UINT64_MAX;
     if (n > in->pc) {
         in->next_loc = n;
         in->stop = true;
     } else {
         in->loc = n;
     }
+}
+
+/* factor * data_align in wrapping arithmetic: hostile factors must not overflow (UB). */
+static int64_t scaled(uint64_t factor, int64_t data_align)
+{
+    return (int64_t)(factor * (uint64_t)data_align);
 }
 
 static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool initial)
@@ -406,7 +418,7 @@ static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool ini
             continue;
         case 2:
             n = dwcur_uleb(&c);
-            set_rule(in, op & 0x3f, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, (int64_t)n * da, 0});
+            set_rule(in, op & 0x3f, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, scaled(n, da), 0});
             continue;
         case 3:
             if ((op & 0x3f) < CFI_NREGS)
@@ -438,7 +450,7 @@ static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool ini
         case 0x05: /* offset_extended */
             reg = dwcur_uleb(&c);
             n = dwcur_uleb(&c);
-            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, (int64_t)n * da, 0});
+            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, scaled(n, da), 0});
             break;
         case 0x06: /* restore_extended */
             reg = dwcur_uleb(&c);
@@ -502,32 +514,32 @@ static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool ini
         }
         case 0x11: /* offset_extended_sf */
             reg = dwcur_uleb(&c);
-            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, dwcur_sleb(&c) * da, 0});
+            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, scaled((uint64_t)dwcur_sleb(&c), da), 0});
             break;
         case 0x12: /* def_cfa_sf */
             in->st.cfa_kind = CFI_CFA_REG;
             in->st.cfa_reg = (uint8_t)dwcur_uleb(&c);
-            in->st.cfa_off = dwcur_sleb(&c) * da;
+            in->st.cfa_off = scaled((uint64_t)dwcur_sleb(&c), da);
             break;
         case 0x13:
             in->st.cfa_kind = CFI_CFA_REG;
-            in->st.cfa_off = dwcur_sleb(&c) * da;
+            in->st.cfa_off = scaled((uint64_t)dwcur_sleb(&c), da);
             break;
         case 0x14: /* val_offset */
             reg = dwcur_uleb(&c);
             n = dwcur_uleb(&c);
-            set_rule(in, reg, (struct cfi_rule){CFI_RULE_VAL_OFFSET, 0, 0, (int64_t)n * da, 0});
+            set_rule(in, reg, (struct cfi_rule){CFI_RULE_VAL_OFFSET, 0, 0, scaled(n, da), 0});
             break;
         case 0x15: /* val_offset_sf */
             reg = dwcur_uleb(&c);
-            set_rule(in, reg, (struct cfi_rule){CFI_RULE_VAL_OFFSET, 0, 0, dwcur_sleb(&c) * da, 0});
+            set_rule(in, reg, (struct cfi_rule){CFI_RULE_VAL_OFFSET, 0, 0, scaled((uint64_t)dwcur_sleb(&c), da), 0});
             break;
         case 0x2e:
             dwcur_uleb(&c);
             break; /* GNU_args_size: only matters for landing pads */
         case 0x2f: /* GNU_negative_offset_extended */
             reg = dwcur_uleb(&c);
-            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, -(int64_t)dwcur_uleb(&c) * da, 0});
+            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, scaled(-dwcur_uleb(&c), da), 0});
             break;
         default:
             return -EINVAL;
@@ -554,13 +566,20 @@ int cfi_find_row(const struct cfi_table *t, uint64_t pc, struct cfi_row *row)
         return -ENOENT;
     struct interp in;
     memset(&in.st, 0, sizeof(in.st));
+    memset(&in.init, 0, sizeof(in.init)); /* DW_CFA_restore inside the CIE reads it */
     in.t = t;
     in.cie = &f.cie;
     in.nsaved = 0;
     in.stop = false;
     in.loc = f.pc_begin;
     in.pc = pc;
-    in.next_loc = f.pc_begin + f.pc_range;
+    /* pc_begin + pc_range may wrap in hostile CFI: saturate; a row never outlives its FDE. */
+    uint64_t fde_end;
+    if (__builtin_add_overflow(f.pc_begin, f.pc_range, &fde_end))
+        fde_end = UINT64_MAX;
+    if (pc >= fde_end) /* only the saturated end can hold pc: the last address has no code */
+        return -ENOENT;
+    in.next_loc = fde_end;
     if ((r = run(&in, f.cie.insn, f.cie.insn_end, true)) < 0)
         return r;
     in.stop = false;
@@ -568,7 +587,7 @@ int cfi_find_row(const struct cfi_table *t, uint64_t pc, struct cfi_row *row)
         return r;
     memset(row, 0, sizeof(*row));
     row->pc_start = in.loc;
-    row->pc_end = in.next_loc;
+    row->pc_end = in.next_loc < fde_end ? in.next_loc : fde_end;
     row->cfa_kind = in.st.cfa_kind;
     row->cfa_reg = in.st.cfa_reg;
     row->cfa_off = in.st.cfa_off;

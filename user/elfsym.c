@@ -167,9 +167,12 @@ static int add_symbols(struct elf_file *f, Elf *e, Elf64_Word type)
         if (!gelf_getshdr(s, &sh) || sh.sh_type != type || !sh.sh_entsize)
             continue;
         Elf_Data *d = elf_getdata(s, NULL);
-        if (!d)
-            continue;
         size_t n = sh.sh_size / sh.sh_entsize;
+        /* n == 0 would make realloc free f->syms and return NULL (a double free later) */
+        if (!d || !n)
+            continue;
+        if (n > SIZE_MAX / sizeof(struct sym) - f->nsyms)
+            return -ENOMEM;
         struct sym *v = realloc(f->syms, (f->nsyms + n) * sizeof(*v));
         if (!v)
             return -ENOMEM;
@@ -204,7 +207,8 @@ static int cmp_sym(const void *a, const void *b)
 
 static void sort_symbols(struct elf_file *f)
 {
-    qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
+    if (f->nsyms > 1) /* syms is NULL for a file without symbols */
+        qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
     size_t w = 0;
     for (size_t i = 0; i < f->nsyms; i++) {
         if (w && f->syms[w - 1].addr == f->syms[i].addr) {

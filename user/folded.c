@@ -28,11 +28,15 @@
 /* -- Writer ------------------------------------------------------------------------------------- */
 
 /* A label with the characters that would break the line format replaced. */
-static void put_label(FILE *f, const char *s)
+static void put_label(FILE *f, const char *s, bool first)
 {
     if (!*s) {
         fputc('?', f); /* an empty frame would vanish when read back */
         return;
+    }
+    if (first && *s == '#') {
+        fputc('?', f); /* a line starting with '#' reads back as a comment */
+        s++;
     }
     for (; *s; s++) {
         char c = *s;
@@ -77,7 +81,7 @@ static int write_node(const struct profile *v, uint32_t node, FILE *f, uint32_t 
                 const char *l = full_label(v, v->nodes[path[i]].frame, buf);
                 if (!l)
                     return -ENOMEM;
-                put_label(f, l);
+                put_label(f, l, i == 0);
             }
             fprintf(f, " %llu\n", (unsigned long long)v->nodes[node].self);
         }
@@ -241,6 +245,15 @@ static int read_line(struct profile *p, const char *l, size_t n, char *scratch, 
         size_t b = a;
         while (b < slen && l[b] != ';')
             b++;
+        size_t next = b + 1;
+        /* Each frame loses its surrounding blanks, wherever it stands in the line: the line's
+         * own trimming would otherwise strip them only from a frame that ends up first or last
+         * when the text is written again (" x" after an empty frame), so read(write(read(t)))
+         * would differ from read(t). */
+        while (a < b && isspace((unsigned char)l[a]))
+            a++;
+        while (b > a && isspace((unsigned char)l[b - 1]))
+            b--;
         if (b > a) {
             if (depth == FOLDED_MAX_DEPTH) {
                 cut = true;
@@ -264,7 +277,7 @@ static int read_line(struct profile *p, const char *l, size_t n, char *scratch, 
             else
                 cut = true;
         }
-        a = b + 1;
+        a = next;
     }
     if (depth == 0)
         return -1;

@@ -38,6 +38,8 @@ struct jitsyms {
     unsigned gen;
     struct jitsym *v;
     size_t n;
+    struct jitsym *extra; /* regions published elsewhere (jitsyms_set_extra) */
+    size_t nextra;
 };
 
 int jitsyms_new(struct jitsyms **out)
@@ -123,6 +125,7 @@ static int rebuild(struct jitsyms *j)
             continue;
         total += s->is_dump ? s->dump.nregions : s->pm.n;
     }
+    total += j->nextra;
     struct cand *c = calloc(total ? total : 1, sizeof(*c));
     if (!c)
         return -ENOMEM;
@@ -144,6 +147,8 @@ static int rebuild(struct jitsyms *j)
             }
         }
     }
+    for (size_t k = 0; k < j->nextra; k++)
+        c[n++] = (struct cand){j->extra[k], 2, seq++};
     qsort(c, n, sizeof(*c), cmp_cand);
     struct jitsym *v = calloc(n ? n : 1, sizeof(*v));
     if (!v) {
@@ -274,6 +279,20 @@ int jitsyms_load(struct jitsyms *j, pid_t pid, const struct maps *maps, const ch
     return finish(j);
 }
 
+int jitsyms_set_extra(struct jitsyms *j, const struct jitsym *v, size_t n)
+{
+    struct jitsym *copy = NULL;
+    if (n && !(copy = malloc(n * sizeof(*copy))))
+        return -ENOMEM;
+    if (n)
+        memcpy(copy, v, n * sizeof(*copy));
+    free(j->extra);
+    j->extra = copy;
+    j->nextra = n;
+    j->dirty = true;
+    return finish(j);
+}
+
 struct jitsym *jitsyms_find(const struct jitsyms *j, uint64_t addr)
 {
     size_t lo = 0, hi = j->n;
@@ -302,6 +321,7 @@ void jitsyms_free(struct jitsyms *j)
         source_free(j->src[i]);
     free(j->src);
     free(j->v);
+    free(j->extra);
     strpool_free(&j->names);
     free(j);
 }

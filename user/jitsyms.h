@@ -33,6 +33,11 @@ int jitsyms_load(struct jitsyms *j, pid_t pid, const struct maps *maps, const ch
 /* Adds one jitdump file or perf map explicitly (tests, offline use); same returns. */
 int jitsyms_load_dump(struct jitsyms *j, const char *path);
 int jitsyms_load_perfmap(struct jitsyms *j, const char *path);
+/* Regions published by other means (CPython's GDB JIT list, read by pyrt_jit), taking part in
+ * the table with the highest priority: the array is copied (names are interned), the CFI tables
+ * pointed to must stay valid until the next call or jitsyms_free. n = 0 removes them. Same
+ * returns as jitsyms_load. */
+int jitsyms_set_extra(struct jitsyms *j, const struct jitsym *v, size_t n);
 /* The region holding addr, or NULL. O(log n). */
 struct jitsym *jitsyms_find(const struct jitsyms *j, uint64_t addr);
 size_t jitsyms_count(const struct jitsyms *j);

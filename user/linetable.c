@@ -67,7 +67,7 @@ int linetable_decode(struct linetable *lt, const uint8_t *tab, size_t len, int32
 {
     struct cursor c = {tab, tab + len, false};
     uint32_t cap = 0, unit = 0;
-    int32_t line = firstlineno;
+    int64_t line = firstlineno; /* 64-bit: hostile deltas must not overflow (checked below) */
 
     *lt = (struct linetable){.firstlineno = firstlineno};
     while (c.p < c.end) {
@@ -75,12 +75,12 @@ int linetable_decode(struct linetable *lt, const uint8_t *tab, size_t len, int32
         if (!(b & 0x80))
             return -EINVAL;
         unsigned code = (b >> 3) & 15, units = (b & 7) + 1;
-        int32_t this_line = line;
+        int64_t this_line = line;
 
         if (code <= 9) {
             skip(&c, 1);
         } else if (code <= 12) {
-            line += (int32_t)code - 10;
+            line += (int64_t)code - 10;
             this_line = line;
             skip(&c, 2);
         } else if (code == 13) {
@@ -95,9 +95,9 @@ int linetable_decode(struct linetable *lt, const uint8_t *tab, size_t len, int32
         } else {
             this_line = -1;
         }
-        if (c.bad)
+        if (c.bad || line < INT32_MIN || line > INT32_MAX)
             return -EINVAL;
-        int err = push(lt, &cap, unit, units, this_line);
+        int err = push(lt, &cap, unit, units, (int32_t)this_line);
         if (err)
             return err;
         unit += units;

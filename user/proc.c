@@ -25,6 +25,8 @@
 #include "elfsym.h"
 #include "jitsyms.h"
 #include "maps.h"
+#include "pyrt.h"
+#include "pyrt_jit.h"
 #include "strpool.h"
 #include "unwind.h"
 
@@ -67,6 +69,12 @@ struct proc {
         uint64_t ret;
         uint8_t shape;
     } anon[256]; /* return addresses in unpublished code: is the caller a known trampoline? */
+    /* CPython 3.15's own JIT executors (GDB JIT list, pyrt_jit.c): state 0 not looked for yet,
+     * 1 reading, -1 none (not Python, or no JIT interface); attempts counts failed attaches. */
+    struct pyrt_jit pyjit;
+    struct remote pyr;
+    int8_t pyjit_state;
+    uint8_t pyjit_attempts;
 };
 
 /* The ELF cache is shared by every proc of the collector (files are keyed by build-id, so a
@@ -166,6 +174,7 @@ void proc_close(struct proc *p)
     free(p->former);
     strpool_free(&p->paths);
     jitsyms_free(p->jit);
+    pyrt_jit_free(&p->pyjit);
     if (p->tramp_ok)
         cfi_table_free(&p->tramp);
     if (p->mem_fd >= 0)
@@ -184,10 +193,59 @@ static bool same_file(const struct map_entry *a, const struct map_entry *b)
            a->deleted == b->deleted && !strcmp(a->path, b->path);
 }
 
+/* CPython's JIT list, when the target is a Python with one: re-read and handed to jitsyms (the
+ * regions' CFI tables move on every read, so they are handed over every time). Returns what
+ * jitsyms_set_extra returns, 0 when there is nothing to read. */
+static int load_pyjit(struct proc *p)
+{
+    if (p->pyjit_state < 0)
+        return 0;
+    if (p->pyjit_state == 0) {
+        bool py = false;
+        for (size_t i = 0; i < p->maps.n && !py; i++) {
+            const char *b = maps_basename(p->maps.v[i].path);
+            py = maps_is_file(&p->maps.v[i]) && (!strncmp(b, "python", 6) || !strncmp(b, "libpython", 9));
+        }
+        if (!py)
+            return 0;
+        struct pyrt rt;
+        char err[256];
+        remote_init(&p->pyr, p->pid);
+        if (pyrt_attach(&rt, &p->pyr, p->pid, err, sizeof(err)) != 0) {
+            /* Not initialised yet (launch mode): a few more tries, then give up. */
+            if (++p->pyjit_attempts >= 8)
+                p->pyjit_state = -1;
+            return 0;
+        }
+        if (!rt.jit_descriptor) {
+            p->pyjit_state = -1;
+            return 0;
+        }
+        pyrt_jit_init(&p->pyjit, rt.jit_descriptor);
+        p->pyjit_state = 1;
+    }
+    if (pyrt_jit_read(&p->pyjit, &p->pyr, 1u << 16) < 0)
+        return 0;
+    struct jitsym *v = calloc(p->pyjit.n ? p->pyjit.n : 1, sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; i < p->pyjit.n; i++) {
+        const struct pyrt_jit_region *g = &p->pyjit.v[i];
+        v[i] = (struct jitsym){g->start, g->end, g->name, g->cfi.data ? &g->cfi : NULL, 0};
+    }
+    int r = jitsyms_set_extra(p->jit, v, p->pyjit.n);
+    free(v);
+    return r;
+}
+
 /* Re-reads the JIT files; tables of replaced files are gone, and with them cached rows. */
 static int load_jit(struct proc *p)
 {
     int r = jitsyms_load(p->jit, p->pid, &p->maps, p->root);
+    if (r >= 0) {
+        int r2 = load_pyjit(p);
+        r = r2 < 0 ? r2 : (r > 0 || r2 > 0);
+    }
     if (r > 0) {
         unwind_cache_clear(p->ucache);
         p->sym_gen++;

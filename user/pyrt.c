@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "maps.h"
+
 /* -- Built-in tables (x86-64 and aarch64, default builds; read from each release's headers) --- */
 
 /* Offsets within PyTypeObject, stable since Python 3.0. */
@@ -32,6 +34,8 @@ static const struct pyrt_layout layout_311 = {
     .f_instr = 56,
     .f_owner = 69,
     .f_is_entry = 68,
+    .f_code_mask = ~(uint64_t)0,
+    .f_owner_max = 2,
     .co_firstlineno = 72,
     .co_filename = 112,
     .co_name = 120,
@@ -61,6 +65,8 @@ static const struct pyrt_layout layout_312 = {
     .f_instr = 56,
     .f_owner = 70,
     .f_is_entry = -1,
+    .f_code_mask = ~(uint64_t)0,
+    .f_owner_max = 3,
     .co_firstlineno = 68,
     .co_filename = 112,
     .co_name = 120,
@@ -75,74 +81,6 @@ static const struct pyrt_layout layout_312 = {
     .str_ascii_data = 40,
     .str_compact_data = 56,
 };
-
-/* -- _Py_DebugOffsets of 3.13 -------------------------------------------------------------------
- *
- *   0  cookie "xdebugpy"   8 version (PY_VERSION_HEX)   16 free_threaded
- *  24  runtime_state      {size, finalizing, interpreters_head}
- *  48  interpreter_state  {size, id, next, threads_head, gc, imports_modules, sysdict, builtins,
- *                          ceval_gil, gil_runtime_state, _enabled, _locked, _holder}
- * 152  thread_state       {size, prev, next, interp, current_frame, thread_id, native_thread_id,
- *                          datastack_chunk, status}
- * 224  interpreter_frame  {size, previous, executable, instr_ptr, localsplus, owner}
- * 272  code_object        {size, filename, name, qualname, linetable, firstlineno, argcount,
- *                          localsplusnames, localspluskinds, co_code_adaptive}
- * 352  pyobject {size, ob_type}   368 type_object {size, tp_name, tp_repr, tp_flags}
- * 400  tuple  424 list  448 dict  472 float  488 long
- * 512  bytes_object {size, ob_size, ob_sval}
- * 536  unicode_object {size, state, length, asciiobject_size}
- * 568  gc {size, collecting}                                              584 bytes in all
- */
-struct debug_offsets_313 {
-    char cookie[8];
-    uint64_t version, free_threaded;
-    struct {
-        uint64_t size, finalizing, interpreters_head;
-    } runtime_state;
-    struct {
-        uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins, ceval_gil,
-            gil_runtime_state, gil_enabled, gil_locked, gil_holder;
-    } interpreter_state;
-    struct {
-        uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id, datastack_chunk,
-            status;
-    } thread_state;
-    struct {
-        uint64_t size, previous, executable, instr_ptr, localsplus, owner;
-    } interpreter_frame;
-    struct {
-        uint64_t size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames,
-            localspluskinds, co_code_adaptive;
-    } code_object;
-    struct {
-        uint64_t size, ob_type;
-    } pyobject;
-    struct {
-        uint64_t size, tp_name, tp_repr, tp_flags;
-    } type_object;
-    struct {
-        uint64_t size, ob_item, ob_size;
-    } tuple_object, list_object;
-    struct {
-        uint64_t size, ma_keys, ma_values;
-    } dict_object;
-    struct {
-        uint64_t size, ob_fval;
-    } float_object;
-    struct {
-        uint64_t size, lv_tag, ob_digit;
-    } long_object;
-    struct {
-        uint64_t size, ob_size, ob_sval;
-    } bytes_object;
-    struct {
-        uint64_t size, state, length, asciiobject_size;
-    } unicode_object;
-    struct {
-        uint64_t size, collecting;
-    } gc;
-};
-_Static_assert(sizeof(struct debug_offsets_313) == 584, "3.13 _Py_DebugOffsets is 584 bytes");
 
 /* -- Helpers ------------------------------------------------------------------------------------ */
 
@@ -159,12 +97,6 @@ static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 static uint32_t max_u32(uint32_t a, uint32_t b)
 {
     return a > b ? a : b;
-}
-
-/* An offset from _Py_DebugOffsets that must point inside a structure of `size` bytes. */
-static bool off_ok(uint64_t off, uint64_t width, uint64_t size)
-{
-    return size <= (1u << 20) && off + width <= size;
 }
 
 /* Fills the fields derived from the offsets: how much of each struct one read must cover. */
@@ -189,72 +121,10 @@ static void derive_sizes(struct pyrt_layout *L)
 
 static void derive_sizes(struct pyrt_layout *L);
 
-static int layout_from_debug_offsets(struct pyrt_layout *L, const struct debug_offsets_313 *d, char *err,
-                                     size_t errlen)
-{
-    if (memcmp(d->cookie, "xdebugpy", 8) != 0)
-        return fail(err, errlen, -EPROTO, "_PyRuntime does not start with the _Py_DebugOffsets cookie");
-    if (d->free_threaded)
-        return fail(err, errlen, -ENOTSUP,
-                    "free-threaded CPython builds are not supported (tagged frame pointers)");
-    const uint64_t ts = d->thread_state.size, fr = d->interpreter_frame.size, co = d->code_object.size,
-                   is = d->interpreter_state.size;
-    bool ok =
-        off_ok(d->runtime_state.interpreters_head, 8, d->runtime_state.size) &&
-        off_ok(d->interpreter_state.next, 8, is) && off_ok(d->interpreter_state.threads_head, 8, is) &&
-        off_ok(d->thread_state.next, 8, ts) && off_ok(d->thread_state.interp, 8, ts) &&
-        off_ok(d->thread_state.current_frame, 8, ts) && off_ok(d->thread_state.native_thread_id, 8, ts) &&
-        off_ok(d->interpreter_frame.previous, 8, fr) && off_ok(d->interpreter_frame.executable, 8, fr) &&
-        off_ok(d->interpreter_frame.instr_ptr, 8, fr) && off_ok(d->interpreter_frame.owner, 1, fr) &&
-        off_ok(d->code_object.filename, 8, co) && off_ok(d->code_object.name, 8, co) &&
-        off_ok(d->code_object.qualname, 8, co) && off_ok(d->code_object.linetable, 8, co) &&
-        off_ok(d->code_object.firstlineno, 4, co) && off_ok(d->code_object.co_code_adaptive, 0, co + 1) &&
-        off_ok(d->pyobject.ob_type, 8, d->pyobject.size) &&
-        off_ok(d->bytes_object.ob_size, 8, d->bytes_object.size) &&
-        off_ok(d->bytes_object.ob_sval, 0, d->bytes_object.size) &&
-        off_ok(d->unicode_object.state, 4, d->unicode_object.size) &&
-        off_ok(d->unicode_object.length, 8, d->unicode_object.size) &&
-        d->unicode_object.asciiobject_size <= 256;
-    if (!ok)
-        return fail(err, errlen, -EPROTO, "_Py_DebugOffsets holds offsets outside their structs");
-    L->rt_interpreters_head = (uint32_t)d->runtime_state.interpreters_head;
-    L->is_next = (uint32_t)d->interpreter_state.next;
-    L->is_threads_head = (uint32_t)d->interpreter_state.threads_head;
-    L->ts_next = (uint32_t)d->thread_state.next;
-    L->ts_interp = (uint32_t)d->thread_state.interp;
-    L->ts_native_thread_id = (uint32_t)d->thread_state.native_thread_id;
-    L->ts_current_frame = (uint32_t)d->thread_state.current_frame;
-    L->ts_cframe = 0;
-    L->f_code = (uint32_t)d->interpreter_frame.executable;
-    L->f_previous = (uint32_t)d->interpreter_frame.previous;
-    L->f_instr = (uint32_t)d->interpreter_frame.instr_ptr;
-    L->f_owner = (uint32_t)d->interpreter_frame.owner;
-    L->f_is_entry = -1;
-    L->co_firstlineno = (uint32_t)d->code_object.firstlineno;
-    L->co_filename = (uint32_t)d->code_object.filename;
-    L->co_name = (uint32_t)d->code_object.name;
-    L->co_qualname = (uint32_t)d->code_object.qualname;
-    L->co_linetable = (uint32_t)d->code_object.linetable;
-    L->co_code_adaptive = (uint32_t)d->code_object.co_code_adaptive;
-    L->ob_type = (uint32_t)d->pyobject.ob_type;
-    L->var_ob_size = (uint32_t)d->bytes_object.ob_size;
-    L->bytes_ob_sval = (uint32_t)d->bytes_object.ob_sval;
-    L->str_state = (uint32_t)d->unicode_object.state;
-    L->str_length = (uint32_t)d->unicode_object.length;
-    L->str_ascii_data = (uint32_t)d->unicode_object.asciiobject_size;
-    /* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 (3.12 and later). */
-    L->str_compact_data = L->str_ascii_data + 16;
-    return 0;
-}
-
 /* -- Finding the runtime in the mapped files --------------------------------------------------- */
 
-struct mapping {
-    uint64_t start, end, offset;
-};
-
 struct found {
-    uint64_t runtime_vaddr, section_vaddr, version_vaddr, codetype_vaddr;
+    uint64_t runtime_vaddr, section_vaddr, version_vaddr, codetype_vaddr, jitdesc_vaddr;
 };
 
 /* Looks up the symbols and the .PyRuntime section of one ELF file. */
@@ -299,6 +169,8 @@ static int scan_elf(const char *path, struct found *f, Elf **keep, int *fd_out)
                 f->version_vaddr = sym.st_value;
             else if (strcmp(sn, "PyCode_Type") == 0)
                 f->codetype_vaddr = sym.st_value;
+            else if (strcmp(sn, "__jit_debug_descriptor") == 0)
+                f->jitdesc_vaddr = sym.st_value;
         }
     }
     if (!f->runtime_vaddr && !f->section_vaddr) {
@@ -312,8 +184,8 @@ static int scan_elf(const char *path, struct found *f, Elf **keep, int *fd_out)
 }
 
 /* Translates a link-time address of the file into the target's address via the segment holding
- * it and the mapping of that file offset. */
-static uint64_t to_target(Elf *e, const struct mapping *m, size_t nm, uint64_t vaddr)
+ * it and the mapping (of the runtime's file) that holds that file offset. */
+static uint64_t to_target(Elf *e, const struct maps *m, const char *path, uint64_t vaddr)
 {
     size_t nph;
     if (!vaddr || elf_getphdrnum(e, &nph) != 0)
@@ -325,85 +197,46 @@ static uint64_t to_target(Elf *e, const struct mapping *m, size_t nm, uint64_t v
         if (vaddr < ph.p_vaddr || vaddr >= ph.p_vaddr + ph.p_filesz)
             continue;
         uint64_t off = vaddr - ph.p_vaddr + ph.p_offset;
-        for (size_t k = 0; k < nm; k++)
-            if (off >= m[k].offset && off < m[k].offset + (m[k].end - m[k].start))
-                return m[k].start + (off - m[k].offset);
+        for (size_t k = 0; k < m->n; k++) {
+            const struct map_entry *me = &m->v[k];
+            if (!me->deleted && strcmp(me->path, path) == 0 && off >= me->offset &&
+                off < me->offset + (me->end - me->start))
+                return me->start + (off - me->offset);
+        }
     }
     return 0;
 }
 
 static bool looks_like_python(const char *path)
 {
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
+    const char *base = maps_basename(path);
     return strncmp(base, "python", 6) == 0 || strncmp(base, "libpython", 9) == 0;
 }
 
-/* Tries the mapped files of `pid`, Python-looking names first, then every other file. */
-static int find_runtime(struct pyrt *rt, struct found *f, Elf **e, int *fd, struct mapping **maps,
-                        size_t *nmaps)
+/* Tries the mapped files of the target, Python-looking names first, then every other file (at
+ * most 64 files per pass). */
+static int find_runtime(struct pyrt *rt, const struct maps *m, struct found *f, Elf **e, int *fd)
 {
-    char mpath[64], line[4608];
-    snprintf(mpath, sizeof(mpath), "/proc/%d/maps", (int)rt->pid);
     for (int pass = 0; pass < 2; pass++) {
-        FILE *fp = fopen(mpath, "re");
-        if (!fp)
-            return -errno;
-        char tried[64][256];
-        int ntried = 0;
-        while (fgets(line, sizeof(line), fp)) {
-            uint64_t s, en, off;
-            char perms[8];
-            int pos = 0;
-            if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &s, &en, perms, &off,
-                       &pos) < 4 ||
-                !pos)
-                continue;
-            char *path = line + pos;
-            path[strcspn(path, "\n")] = 0;
-            if (path[0] != '/' || strstr(path, " (deleted)"))
-                continue;
-            if ((pass == 0) != looks_like_python(path))
+        int tried = 0;
+        for (size_t i = 0; i < m->n && tried < 64; i++) {
+            const struct map_entry *me = &m->v[i];
+            if (!maps_is_file(me) || me->deleted || me->path[0] != '/' ||
+                (pass == 0) != looks_like_python(me->path))
                 continue;
             bool seen = false;
-            for (int i = 0; i < ntried && !seen; i++)
-                seen = strncmp(tried[i], path, sizeof(tried[i])) == 0;
-            if (seen || ntried == 64)
+            for (size_t k = 0; k < i && !seen; k++)
+                seen = strcmp(m->v[k].path, me->path) == 0;
+            if (seen)
                 continue;
-            snprintf(tried[ntried++], sizeof(tried[0]), "%s", path);
+            tried++;
             char full[4200];
-            snprintf(full, sizeof(full), "/proc/%d/root%s", (int)rt->pid, path);
+            snprintf(full, sizeof(full), "/proc/%d/root%s", (int)rt->pid, me->path);
             if (scan_elf(full, f, e, fd) != 0)
                 continue;
-            snprintf(rt->path, sizeof(rt->path), "%s", path);
-            /* Every mapping of this file, for address translation. */
-            rewind(fp);
-            size_t cap = 0;
-            while (fgets(line, sizeof(line), fp)) {
-                pos = 0;
-                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &s, &en, perms, &off,
-                           &pos) < 4 ||
-                    !pos)
-                    continue;
-                path = line + pos;
-                path[strcspn(path, "\n")] = 0;
-                if (strcmp(path, rt->path) != 0)
-                    continue;
-                if (*nmaps == cap) {
-                    cap = cap ? cap * 2 : 8;
-                    struct mapping *nm = realloc(*maps, cap * sizeof(*nm));
-                    if (!nm) {
-                        fclose(fp);
-                        return -ENOMEM;
-                    }
-                    *maps = nm;
-                }
-                (*maps)[(*nmaps)++] = (struct mapping){s, en, off};
-            }
-            fclose(fp);
+            snprintf(rt->path, sizeof(rt->path), "%s", me->path);
             return 0;
         }
-        fclose(fp);
     }
     return -ENOENT;
 }
@@ -442,16 +275,17 @@ static int check_target(struct pyrt *rt, struct remote *r, char *err, size_t err
 
 int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t errlen)
 {
-    struct found f;
-    struct mapping *maps = NULL;
-    size_t nmaps = 0;
+    struct found f = {0};
+    struct maps maps = {0};
     Elf *e = NULL;
     int fd = -1, rc;
 
     memset(rt, 0, sizeof(*rt));
     rt->pid = pid;
     elf_version(EV_CURRENT);
-    rc = find_runtime(rt, &f, &e, &fd, &maps, &nmaps);
+    rc = maps_read(&maps, pid);
+    if (rc == 0)
+        rc = find_runtime(rt, &maps, &f, &e, &fd);
     if (rc) {
         rc = fail(err, errlen, rc == -ENOENT ? -ENOENT : rc,
                   rc == -ENOENT ? "process %d: no Python runtime (_PyRuntime) in its mapped files"
@@ -461,9 +295,10 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
     }
     const char *base = strrchr(rt->path, '/');
     rt->shared_lib = strstr(base ? base : rt->path, ".so") != NULL;
-    rt->runtime_addr = to_target(e, maps, nmaps, f.runtime_vaddr ? f.runtime_vaddr : f.section_vaddr);
-    rt->code_type = to_target(e, maps, nmaps, f.codetype_vaddr);
-    uint64_t version_addr = to_target(e, maps, nmaps, f.version_vaddr);
+    rt->runtime_addr = to_target(e, &maps, rt->path, f.runtime_vaddr ? f.runtime_vaddr : f.section_vaddr);
+    rt->code_type = to_target(e, &maps, rt->path, f.codetype_vaddr);
+    rt->jit_descriptor = to_target(e, &maps, rt->path, f.jitdesc_vaddr);
+    uint64_t version_addr = to_target(e, &maps, rt->path, f.version_vaddr);
     if (!rt->runtime_addr) {
         rc = fail(err, errlen, -ENOENT, "%s: _PyRuntime is not mapped in process %d", rt->path, (int)pid);
         goto out;
@@ -481,7 +316,7 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
     unsigned major = hex >> 24, minor = (hex >> 16) & 0xff;
     snprintf(rt->version, sizeof(rt->version), "%u.%u.%u", major, minor, (hex >> 8) & 0xff);
     if (major != 3 || minor < 11) {
-        rc = fail(err, errlen, -ENOTSUP, "Python %s is not supported (3.11, 3.12, 3.13 are)", rt->version);
+        rc = fail(err, errlen, -ENOTSUP, "Python %s is not supported (3.11 to 3.15 are)", rt->version);
         goto out;
     }
     if (minor == 11) {
@@ -489,31 +324,20 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
     } else if (minor == 12) {
         rt->L = layout_312;
     } else {
-        struct debug_offsets_313 d;
-        if ((rc = remote_read(r, rt->runtime_addr, &d, sizeof(d))) != 0) {
+        /* 3.13+: the runtime describes itself; the description's own layout is per version. */
+        uint8_t d[1024];
+        size_t need = pyrt_debug_offsets_size(minor);
+        if (!need || need > sizeof(d))
+            need = 24; /* cookie, version, flag: enough for the reason of the refusal */
+        if ((rc = remote_read(r, rt->runtime_addr, d, need)) != 0) {
             rc = fail(err, errlen, rc, "process %d: cannot read _Py_DebugOffsets", (int)pid);
             goto out;
         }
-        if (memcmp(d.cookie, "xdebugpy", 8) != 0) {
-            rc = fail(err, errlen, -EPROTO, "Python %s: _PyRuntime lacks the xdebugpy cookie", rt->version);
+        char why[200];
+        if ((rc = pyrt_debug_offsets(&rt->L, d, need, hex, why, sizeof(why))) != 0) {
+            rc = fail(err, errlen, rc, "Python %s (%s): %s", rt->version, rt->path, why);
             goto out;
         }
-        if ((d.version >> 16) != (hex >> 16)) {
-            rc = fail(err, errlen, -EPROTO,
-                      "Python %s: _Py_DebugOffsets is for version 0x%" PRIx64 ", not 0x%x", rt->version,
-                      d.version, hex);
-            goto out;
-        }
-        if (minor > 13) {
-            rc = fail(err, errlen, -ENOTSUP,
-                      "Python %s: its _Py_DebugOffsets layout (version 0x%" PRIx64
-                      ") is newer than this reader knows (3.13); refusing rather than guessing",
-                      rt->version, d.version);
-            goto out;
-        }
-        if ((rc = layout_from_debug_offsets(&rt->L, &d, err, errlen)) != 0)
-            goto out;
-        rt->L.free_threaded = d.free_threaded != 0;
     }
     rt->L.version_hex = hex;
     rt->L.major = major;
@@ -525,22 +349,26 @@ out:
         elf_end(e);
     if (fd >= 0)
         close(fd);
-    free(maps);
+    maps_free(&maps);
     return rc;
 }
 
 int pyrt_layout_from_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, char *err,
                                    size_t errlen)
 {
-    struct debug_offsets_313 d;
+    uint64_t v;
 
-    if (len < sizeof(d))
-        return fail(err, errlen, -EPROTO, "_Py_DebugOffsets: %zu bytes, 3.13 has %zu", len, sizeof(d));
-    memcpy(&d, buf, sizeof(d));
+    if (len < 16)
+        return fail(err, errlen, -EPROTO, "_Py_DebugOffsets: %zu bytes", len);
+    memcpy(&v, (const uint8_t *)buf + 8, 8);
     memset(L, 0, sizeof(*L));
-    int rc = layout_from_debug_offsets(L, &d, err, errlen);
-    if (rc == 0)
+    int rc = pyrt_debug_offsets(L, buf, len, (uint32_t)v, err, errlen);
+    if (rc == 0) {
+        L->version_hex = (uint32_t)v;
+        L->major = (unsigned)(v >> 24) & 0xff;
+        L->minor = (unsigned)(v >> 16) & 0xff;
         derive_sizes(L);
+    }
     return rc;
 }
 

@@ -9,6 +9,8 @@
  *                                    tstate->interp == interp)
  *                        3.13        _Py_DebugOffsets at the start of _PyRuntime ("xdebugpy",
  *                                    version, free_threaded, then offsets), checked the same way
+ *                        3.14, 3.15  the same, each with its own _Py_DebugOffsets layout
+ *                                    (pyrt_debug.c); f_executable is a tagged reference
  *                        later       refused: the _Py_DebugOffsets struct grows per release
  *
  * All offsets are bytes from the start of the object. The structures read remotely:
@@ -44,6 +46,8 @@ struct pyrt_layout {
     /* _PyInterpreterFrame; f_is_entry is -1 when the version has none (3.12+) */
     uint32_t f_code, f_previous, f_instr, f_owner;
     int32_t f_is_entry;
+    uint64_t f_code_mask; /* applied to the f_executable word: 3.14+ tag it in the low 2 bits */
+    uint8_t f_owner_max;  /* highest valid owner: 2 (3.11), 3 (3.12, 3.13, 3.15), 4 (3.14) */
     uint32_t f_read_size;
     /* PyCodeObject */
     uint32_t co_firstlineno, co_filename, co_name, co_qualname, co_linetable, co_code_adaptive;
@@ -55,11 +59,12 @@ struct pyrt_layout {
 
 struct pyrt {
     pid_t pid;
-    char path[4096];       /* the mapped file holding the runtime (python or libpython) */
-    bool shared_lib;       /* libpython*.so rather than the executable */
-    uint64_t runtime_addr; /* _PyRuntime */
-    uint64_t code_type;    /* &PyCode_Type in the target (0 when unknown) */
-    char version[32];      /* "3.11.7" */
+    char path[4096];         /* the mapped file holding the runtime (python or libpython) */
+    bool shared_lib;         /* libpython*.so rather than the executable */
+    uint64_t runtime_addr;   /* _PyRuntime */
+    uint64_t code_type;      /* &PyCode_Type in the target (0 when unknown) */
+    uint64_t jit_descriptor; /* its __jit_debug_descriptor (3.15 JIT builds; 0: none) */
+    char version[32];        /* "3.11.7" */
     struct pyrt_layout L;
 };
 
@@ -68,10 +73,18 @@ struct pyrt {
  * this reader does not support, -EPROTO a layout check failed. */
 int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t errlen);
 
-/* Checks a 3.13 _Py_DebugOffsets image (`len` bytes) and fills the layout from it; every offset
- * must lie inside the size its struct declares. -EPROTO (and why, in err) otherwise. */
+/* Checks a _Py_DebugOffsets image (`len` bytes, version taken from the image) and fills the
+ * layout from it, derived sizes included; every offset must lie inside the size its struct
+ * declares. -EPROTO, -ENOTSUP or -EINVAL (and why, in err) otherwise. */
 int pyrt_layout_from_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, char *err,
                                    size_t errlen);
+
+/* pyrt_debug.c: size of the _Py_DebugOffsets of 3.<minor> (0: layout not known), and the parser:
+ * checks cookie, version (against `version_hex` from Py_Version), release level, free-threaded
+ * flag and the layout's fingerprint, then fills the offsets of L (not the derived sizes). */
+size_t pyrt_debug_offsets_size(unsigned minor);
+int pyrt_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, uint32_t version_hex, char *err,
+                       size_t errlen);
 
 /* Address of the first interpreter (the main one); 0 before initialisation. */
 int pyrt_first_interp(const struct pyrt *rt, struct remote *r, uint64_t *interp);

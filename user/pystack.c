@@ -540,12 +540,12 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
             f = one;
         }
         struct pystack_raw *rw = &ps->raw[n];
-        rw->code = u64_at(f, L->f_code);
+        rw->code = u64_at(f, L->f_code) & L->f_code_mask;
         rw->instr = u64_at(f, L->f_instr);
         rw->owner = f[L->f_owner];
         rw->is_entry = L->f_is_entry >= 0 ? f[L->f_is_entry] : 0;
-        /* Owners are 0..2 (3.11) or 0..3 (3.12+); anything else is not a frame. */
-        if (rw->owner > (L->minor >= 12 ? 3 : 2) || (rw->owner < 3 && !rw->code)) {
+        /* Owners are 0..2 (3.11), 0..3 (3.12, 3.13, 3.15) or 0..4 (3.14); anything else is not a frame. */
+        if (rw->owner > L->f_owner_max || (rw->owner < 3 && !rw->code)) {
             ps->st.errors++;
             fl |= PYSTACK_BROKEN;
             break;

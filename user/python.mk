@@ -7,7 +7,7 @@ $(BUILD)/tools/pystack-dump: tests/tools/pystack_dump.c $(PYSTACK_TOOL_OBJS)
 all: $(BUILD)/tools/pystack-dump
 
 # libFuzzer target for the location-table decoder and the _Py_DebugOffsets validator (clang).
-$(BUILD)/fuzz/fuzz_pyframes: tests/fuzz/fuzz_pyframes.c user/linetable.c user/pyrt.c user/remote.c
+$(BUILD)/fuzz/fuzz_pyframes: tests/fuzz/fuzz_pyframes.c user/linetable.c user/pyrt.c user/pyrt_debug.c user/maps.c user/remote.c
 	@mkdir -p $(@D)
 	$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -o $@ $^ -lelf
 fuzz: $(BUILD)/fuzz/fuzz_pyframes

@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(img, "xdebugpy", 8);
         size_t n = size - 1 < sizeof(img) - 8 ? size - 1 : sizeof(img) - 8;
         memcpy(img + 8, data + 1, n);
-        if (pyrt_layout_from_debug_offsets(&L, img, 584, err, sizeof(err)) == 0) {
+        if (pyrt_layout_from_debug_offsets(&L, img, sizeof(img), err, sizeof(err)) == 0) {
             /* Whatever passed must be usable without overflow by the reader. */
             if (L.ts_read_size > (1u << 20) || L.f_read_size > (1u << 20) || L.co_hdr_size > (2u << 20) ||
                 L.co_hdr_start > L.co_firstlineno || L.co_hdr_start > L.co_qualname ||

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# CPython 3.14 and 3.15 (Debian unstable's, unpacked by `make test-pythons` under build/pythons and
+# started through their own dynamic loader): the remote Python reader finds the runtime although
+# /proc/PID/exe is the loader, and reads the workloads' stacks with line numbers — the
+# main → outer → middle → inner chain, four threads, recursion 1000 deep, a ctypes qsort callback
+# — compared frame by frame with what each interpreter says about itself (EXPECT lines).
+# With pyebpf-sample built, it also samples a 3.15 process (native stacks through the loader).
+source "$(dirname "$0")/../lib.sh"
+need_root
+
+PYS=()
+for v in 3.14 3.15; do
+    w="$ROOT/build/pythons/bin/python$v"
+    if [ -x "$w" ]; then PYS+=("$w"); else skip "python$v" "build/pythons/bin/python$v absent (make test-pythons)"; fi
+done
+[ ${#PYS[@]} -gt 0 ] || exit 0
+DUMP="$BUILD/tools/pystack-dump"
+need_file "$DUMP"
+command -v python3 > /dev/null || skip_all "needs python3 to compare stacks"
+
+PIDS=()
+stop_all() {
+    for p in "${PIDS[@]}"; do kill "$p" 2> /dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2> /dev/null; done
+    PIDS=()
+}
+trap 'stop_all; cleanup_tmp' EXIT
+
+# start PY OUT ARGS...: runs a workload, waits for READY (10 s); sets pid (no subshell, so that
+# stop_all knows every workload).
+start() {
+    local py=$1 out=$2
+    shift 2
+    "$py" "$@" > "$out" 2>&1 &
+    pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 100); do
+        grep -q '^READY' "$out" && break
+        sleep 0.1
+    done
+}
+
+# same EXPECT-FILE DUMP-FILE: every EXPECT line's thread has that stack, frame by frame (leaf-side
+# library frames of a blocked thread aside).
+same() {
+    python3 - "$1" "$2" << 'EOF'
+import sys
+exp = [l.split() for l in open(sys.argv[1]) if l.startswith("EXPECT ")]
+dump, cur = {}, None
+for l in open(sys.argv[2]):
+    if l.startswith("thread "):
+        cur = dump.setdefault(int(l.split()[1]), [])
+    elif l.startswith("  ") and cur is not None:
+        name, loc = l.split()[:2]
+        cur.append((name, int(loc.rsplit(":", 1)[1])))
+ok = bool(exp)
+for e in exp:
+    got = dump.get(int(e[1]), [])
+    want = []
+    for item in e[2:]:
+        name, lines = item.rsplit(":", 1)
+        lo, _, hi = lines.partition("-")
+        want.append((name, int(lo), int(hi or lo)))
+    # A blocked thread has library frames (Event.wait, ...) above the reported ones.
+    tail = got[len(got) - len(want):]
+    if len(got) < len(want) or any(
+            g[0].rsplit(".", 1)[-1] != w[0].rsplit(".", 1)[-1] or not w[1] <= g[1] <= w[2]
+            for g, w in zip(tail, want)):
+        print(("# tid %s: got %s, want %s" % (e[1], got, want))[:400])
+        ok = False
+sys.exit(0 if ok else 1)
+EOF
+}
+
+for py in "${PYS[@]}"; do
+    v=$(basename "$py")
+    ver=$("$py" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')
+
+    # chain, spinning and blocked
+    for mode in spin block; do
+        start "$py" "$TMP/$v.$mode" "$ROOT/tests/py/nested.py" "$mode"
+        exe=$(readlink "/proc/$pid/exe")
+        "$DUMP" -n 3 "$pid" > "$TMP/$v.$mode.dump" 2>&1
+        if same "$TMP/$v.$mode" "$TMP/$v.$mode.dump"; then
+            pass "$v ($ver): main>outer>middle>inner ($mode) with line numbers, exe is ${exe##*/}"
+        else
+            fail "$v ($ver): chain ($mode)" "$(head -c 300 "$TMP/$v.$mode.dump")"
+        fi
+        if [ "$mode" = spin ]; then
+            check "$v: runtime found in the mapped interpreter binary, not the loader (${exe##*/})" \
+                grep -q "^python $ver .*/usr/bin/$v (static)" "$TMP/$v.$mode.dump"
+        fi
+        stop_all
+    done
+
+    # four threads with differently named functions
+    start "$py" "$TMP/$v.threads" "$ROOT/tests/py/nested.py" threads
+    "$DUMP" "$pid" > "$TMP/$v.threads.dump" 2>&1
+    n=$(grep -c '^EXPECT' "$TMP/$v.threads")
+    if [ "$n" = 4 ] && same "$TMP/$v.threads" "$TMP/$v.threads.dump" &&
+        [ "$(grep -cE '^  work_(alpha|beta|gamma|delta) ' "$TMP/$v.threads.dump")" = 4 ]; then
+        pass "$v: 4 threads, each its own chain (work_alpha..work_delta)"
+    else
+        fail "$v: 4 threads" "$(head -c 300 "$TMP/$v.threads.dump")"
+    fi
+    stop_all
+
+    # recursion 1000: no truncation with depth 1100, truncated at 512 with -d 512
+    start "$py" "$TMP/$v.deep" "$ROOT/tests/py/nested.py" deep 1000
+    "$DUMP" -d 1100 "$pid" > "$TMP/$v.deep.dump" 2>&1
+    "$DUMP" -d 512 "$pid" > "$TMP/$v.deep512.dump" 2>&1
+    if same "$TMP/$v.deep" "$TMP/$v.deep.dump" && ! grep -q truncated "$TMP/$v.deep.dump" &&
+        grep -q "frames 512 truncated" "$TMP/$v.deep512.dump"; then
+        pass "$v: recursion 1000 read whole ($(grep -m1 -o 'frames [0-9]*' "$TMP/$v.deep.dump")), 512 cap flagged"
+    else
+        fail "$v: recursion 1000" "$(head -c 200 "$TMP/$v.deep.dump")"
+    fi
+    stop_all
+
+    # ctypes: Python → qsort (libc) → Python callback; the callback starts its own eval loop
+    start "$py" "$TMP/$v.qsort" "$ROOT/tests/py/ctypes_qsort.py"
+    "$DUMP" "$pid" > "$TMP/$v.qsort.dump" 2>&1
+    if same "$TMP/$v.qsort" "$TMP/$v.qsort.dump" && grep -qE '^  compare .* entry$' "$TMP/$v.qsort.dump"; then
+        pass "$v: ctypes qsort callback: compare (entry) ; sort_items ; main ; <module>"
+    else
+        fail "$v: ctypes qsort callback" "$(head -c 300 "$TMP/$v.qsort.dump")"
+    fi
+    stop_all
+done
+
+# The trampoline module (pyebpf_jit, built for 3.11-3.13) refuses the newer interpreters clearly.
+if [ -d "$BUILD/python3.13/pyebpf_jit" ]; then
+    for py in "${PYS[@]}"; do
+        v=$(basename "$py")
+        if out=$(PYTHONPATH="$BUILD/python3.13" "$py" -c "import pyebpf_jit" 2>&1); then
+            fail "$v: pyebpf_jit refuses" "import succeeded"
+        else
+            check "$v: pyebpf_jit refuses at import: ${out##*$'\n'}" grep -q "ImportError: pyebpf_jit supports CPython 3.11, 3.12 and 3.13" <<< "$out"
+        fi
+    done
+else
+    skip "pyebpf_jit on 3.14/3.15" "$BUILD/python3.13/pyebpf_jit not built"
+fi
+
+# pyebpf-sample on a 3.15 process started through the loader: native frames of the interpreter.
+SAMPLE="$BUILD/pyebpf-sample"
+py=${PYS[${#PYS[@]} - 1]}
+if [ -x "$SAMPLE" ]; then
+    start "$py" "$TMP/s.out" "$ROOT/tests/py/nested.py" spin
+    if "$SAMPLE" -q -d 1 -F 499 "$pid" > "$TMP/s.folded" 2> "$TMP/s.err" && [ -s "$TMP/s.folded" ]; then
+        total=$(awk '{s += $NF} END {print s + 0}' "$TMP/s.folded")
+        inpy=$(awk '/Py_RunMain|PyEval_EvalCode|_PyEval_EvalFrameDefault|Py_BytesMain/ {s += $NF} END {print s + 0}' "$TMP/s.folded")
+        if [ "$total" -gt 0 ] && [ $((inpy * 100)) -ge $((total * 90)) ]; then
+            pass "pyebpf-sample $(basename "$py"): $inpy of $total samples under interpreter symbols"
+        else
+            fail "pyebpf-sample $(basename "$py")" "$inpy of $total samples under interpreter symbols"
+        fi
+    else
+        fail "pyebpf-sample $(basename "$py")" "$(head -c 300 "$TMP/s.err")"
+    fi
+    stop_all
+
+    # CPython 3.15's JIT: executors named from the GDB JIT list CPython keeps (pyrt_jit.c).
+    if [ "$(basename "$py")" = python3.15 ]; then
+        PYTHON_JIT=1 start "$py" "$TMP/j.out" "$ROOT/tests/py/jit_hot.py"
+        if grep -q "READY jit=True" "$TMP/j.out" &&
+            "$SAMPLE" -q -d 2 -F 499 --stats "$pid" > "$TMP/j.folded" 2> "$TMP/j.err"; then
+            read -r total jit unk < <(awk '{t += $NF} /py::jit:executor/ {j += $NF} /\[unknown\]/ {u += $NF}
+                END {print t + 0, j + 0, u + 0}' "$TMP/j.folded")
+            if [ "$total" -gt 0 ] && [ $((jit * 100)) -ge $((total * 90)) ] && [ $((unk * 100)) -le $((total * 5)) ]; then
+                pass "pyebpf-sample PYTHON_JIT=1 python3.15: $jit of $total samples through py::jit:executor, $unk [unknown] ($(grep jit_regions "$TMP/j.err"))"
+            else
+                fail "pyebpf-sample PYTHON_JIT=1 python3.15" "$jit of $total through py::jit:executor, $unk [unknown]"
+            fi
+        else
+            fail "pyebpf-sample PYTHON_JIT=1 python3.15" "$(head -c 300 "$TMP/j.out" "$TMP/j.err" 2> /dev/null)"
+        fi
+        stop_all
+    fi
+else
+    skip "pyebpf-sample on $(basename "$py")" "$SAMPLE not built (branch sampler)"
+fi

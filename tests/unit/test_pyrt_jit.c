@@ -1,0 +1,202 @@
+/*
+ * CPython 3.15's JIT executors read from outside (user/pyrt_jit.c): a PYTHON_JIT=1 hot loop on
+ * Debian's 3.15 (build/pythons, `make test-pythons`); the regions must be executable anonymous
+ * memory of the target, carry the name CPython registered and CFI that finds the frame through
+ * rbp, agree with what readelf decodes from the image, be re-read without
+ * fetching known images again, and be found through jitsyms once handed to it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "jitsyms.h"
+#include "pyrt.h"
+#include "pyrt_jit.h"
+
+#define PY315 "build/pythons/bin/python3.15"
+
+static pid_t child = -1;
+
+static int teardown(void **state)
+{
+    if (child > 0) {
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+    }
+    child = -1;
+    return 0;
+}
+
+static pid_t spawn_hot(void)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        setenv("PYTHON_JIT", "1", 1);
+        execl(PY315, PY315, "tests/py/jit_hot.py", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    char buf[64] = "";
+    FILE *f = fdopen(fd[0], "r");
+    if (!f || !fgets(buf, sizeof(buf), f) || strncmp(buf, "READY jit=True", 14) != 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        pid = -1;
+    }
+    if (f)
+        fclose(f);
+    return pid;
+}
+
+/* Is [start, end) inside one anonymous executable mapping of pid? */
+static bool in_anon_exec(pid_t pid, uint64_t start, uint64_t end)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "r");
+    bool ok = false;
+    while (f && fgets(line, sizeof(line), f)) {
+        uint64_t s, e;
+        char perms[8];
+        int pos = 0;
+        if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %*s %*s %*s %n", &s, &e, perms, &pos) < 3)
+            continue;
+        bool anon = pos == 0 || line[pos] == '\n' || line[pos] == 0;
+        if (start >= s && end <= e && perms[2] == 'x' && anon)
+            ok = true;
+    }
+    if (f)
+        fclose(f);
+    return ok;
+}
+
+static void executors(void **state)
+{
+    if (access(PY315, X_OK) != 0) {
+        fprintf(stderr, "# SKIP %s absent (make test-pythons provides it)\n", PY315);
+        skip();
+    }
+    pid_t pid = child = spawn_hot();
+    assert_true(pid > 0);
+
+    struct remote r;
+    struct pyrt rt;
+    char err[256] = "";
+    remote_init(&r, pid);
+    int rc = pyrt_attach(&rt, &r, pid, err, sizeof(err));
+    if (rc)
+        fprintf(stderr, "# %s\n", err);
+    assert_int_equal(rc, 0);
+    assert_true(rt.jit_descriptor != 0);
+
+    struct pyrt_jit j;
+    pyrt_jit_init(&j, rt.jit_descriptor);
+    uint64_t calls0 = r.st.calls;
+    int n = pyrt_jit_read(&j, &r, 100000);
+    assert_true(n >= 1);
+    /* n + 1 calls at most for n entries: each call carries an entry and the previous image. */
+    assert_true(r.st.calls - calls0 <= (uint64_t)n + 2);
+    fprintf(stderr, "# %d executors, %" PRIu64 " calls, %" PRIu64 " images read\n", n, r.st.calls - calls0,
+            j.st.images_read);
+    for (int i = 0; i < n; i++) {
+        const struct pyrt_jit_region *g = &j.v[i];
+        assert_string_equal(g->name, "py::jit:executor");
+        assert_true(g->end > g->start);
+        assert_true(in_anon_exec(pid, g->start, g->end));
+        assert_ptr_equal(pyrt_jit_find(&j, g->start), g);
+        assert_ptr_equal(pyrt_jit_find(&j, g->end - 1), g);
+        /* CPython's CIE: CFA = rbp + 16 from the first instruction on. */
+        struct cfi_row row;
+        assert_non_null(g->cfi.data);
+        assert_int_equal(cfi_find_row(&g->cfi, g->start, &row), 0);
+        assert_int_equal(row.cfa_reg, 6);
+        assert_int_equal(row.cfa_off, 16);
+    }
+
+    /* readelf decodes the first image on its own: same symbol at the same address. */
+    {
+        uint8_t *img = malloc(j.v[0].image_size);
+        assert_non_null(img);
+        assert_int_equal(remote_read(&r, j.v[0].image, img, j.v[0].image_size), 0);
+        char path[] = "/tmp/pyebpf-jitimg.XXXXXX", cmd[256], out[512] = "";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, img, j.v[0].image_size), (ssize_t)j.v[0].image_size);
+        close(fd);
+        free(img);
+        snprintf(cmd, sizeof(cmd), "readelf -sW %s | awk '$4 == \"FUNC\" {print $2, $8}'", path);
+        FILE *p = popen(cmd, "r");
+        assert_non_null(p);
+        if (!fgets(out, sizeof(out), p))
+            out[0] = 0;
+        pclose(p);
+        unlink(path);
+        char want[128];
+        snprintf(want, sizeof(want), "%016" PRIx64 " py::jit:executor\n", j.v[0].start);
+        fprintf(stderr, "# readelf: %s", out);
+        assert_string_equal(out, want);
+    }
+
+    /* Again: known images are not fetched a second time. */
+    uint64_t read0 = j.st.images_read;
+    int n2 = pyrt_jit_read(&j, &r, 100000);
+    assert_true(n2 >= 1);
+    assert_true(j.st.images_reused >= (uint64_t)n2 - (j.st.images_read - read0));
+    assert_true(j.st.images_read - read0 < (uint64_t)n2);
+
+    /* Handed to jitsyms, the regions name addresses for the native unwinder. */
+    struct jitsyms *js;
+    assert_int_equal(jitsyms_new(&js), 0);
+    struct jitsym *v = calloc((size_t)n2, sizeof(*v));
+    for (int i = 0; i < n2; i++)
+        v[i] =
+            (struct jitsym){j.v[i].start, j.v[i].end, j.v[i].name, j.v[i].cfi.data ? &j.v[i].cfi : NULL, 0};
+    assert_int_equal(jitsyms_set_extra(js, v, (size_t)n2), 1);
+    free(v);
+    struct jitsym *hit = jitsyms_find(js, j.v[0].start + 1);
+    assert_non_null(hit);
+    assert_string_equal(hit->name, "py::jit:executor");
+    assert_ptr_equal(hit->cfi, &j.v[0].cfi);
+    assert_int_equal(jitsyms_set_extra(js, NULL, 0), 1);
+    assert_null(jitsyms_find(js, j.v[0].start + 1));
+    jitsyms_free(js);
+
+    pyrt_jit_free(&j);
+}
+
+/* No JIT interface (3.14): nothing to read, no error. */
+static void no_descriptor(void **state)
+{
+    struct pyrt_jit j;
+    struct remote r;
+    remote_init(&r, getpid());
+    pyrt_jit_init(&j, 0);
+    assert_int_equal(pyrt_jit_read(&j, &r, 10), 0);
+    assert_int_equal(j.n, 0);
+    pyrt_jit_free(&j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(executors, teardown),
+        cmocka_unit_test(no_descriptor),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
