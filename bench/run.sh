@@ -83,7 +83,7 @@ case_pyreads() {
             # shellcheck disable=SC2086
             py_sample_run "$pid" "$dur" "$s2" $opt
             local n1 n2 r1 r2 b1 b2
-            n1=$(stat_of python_samples "$s1"); n2=$(stat_of python_samples "$s2")
+            n1=$(stat_of samples "$s1"); n2=$(stat_of samples "$s2")
             r1=$(stat_of remote_reads "$s1"); r2=$(stat_of remote_reads "$s2")
             b1=$(stat_of remote_read_bytes "$s1"); b2=$(stat_of remote_read_bytes "$s2")
             if [ -z "$n2" ] || [ -z "$n1" ] || [ "$n2" -le "$n1" ]; then
@@ -93,7 +93,7 @@ case_pyreads() {
             echo "pyreads workload=$w mode=$mode samples=$n2 reads_per_sample=$(stat_of reads_per_sample "$s2")" \
                 "bytes_per_sample=$((b2 / n2)) marginal_reads_per_sample=$(num "($r2 - $r1) / ($n2 - $n1)")" \
                 "marginal_bytes_per_sample=$(((b2 - b1) / (n2 - n1)))" \
-                "in_kernel_samples=$(stat_of python_samples_in_kernel "$s2") frames_per_sample=$(stat_of python_frames_per_sample "$s2")"
+                "python_reads=$(stat_of python_samples "$s2") in_kernel_samples=$(stat_of python_samples_in_kernel "$s2") frames_per_sample=$(stat_of python_frames_per_sample "$s2")"
         done
         for mode in cached cold; do
             local r
