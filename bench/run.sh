@@ -8,7 +8,7 @@
 # lost samples) or ratios against a baseline measured in the same run, next to raw times.
 # Each line starts with the case name; `key=value` fields follow.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build}
 QUICK=${BENCH_QUICK:-0}
 SAMPLE=$BUILD/pyebpf-sample
@@ -148,7 +148,7 @@ case_slowdown() {
             local extra=""
             case $c in
             perf*) # reference: perf itself, frame-pointer call chains, same rate
-                perf record -q -F "${c#perf}" -g -o "$OUT/slow.perf.data" -- $PY bench/pywork.py "$OUT/slow.$c" \
+                perf record -q -F "${c#perf}" -g -o "$OUT/slow.perf.data" -- "$PY" bench/pywork.py "$OUT/slow.$c" \
                     > /dev/null 2>&1
                 continue ;;
             *fp) extra="--unwind fp" ;;
@@ -176,6 +176,7 @@ case_memory() {
     # short run, long run, long run with a 16 MiB ring (the default ring at 10 kHz is 128 MiB, and
     # its pages count in the collector's RSS once written)
     for run in "2 default" "$long default" "$long 16777216"; do
+        # shellcheck disable=SC2086
         set -- $run
         local dur=$1 ring_opt="" tag=$1.$2
         [ "$2" = default ] || ring_opt="--ring-size $2"
