@@ -16,6 +16,9 @@ PY=${PYTHON:-python3}
 OUT=$BUILD/bench
 mkdir -p "$OUT"
 CASES=${*:-replay pyreads rate slowdown memory}
+WORKLOAD_PID=""
+# A workload left spinning by an interrupted run would skew the next one.
+trap '[ -n "$WORKLOAD_PID" ] && kill "$WORKLOAD_PID" 2> /dev/null' EXIT
 
 q() { [ "$QUICK" = 1 ] && echo "$1" || echo "$2"; } # q QUICK_VALUE FULL_VALUE
 num() { LC_ALL=C printf "%.${2:-3}f" "$(echo "scale=6; $1" | bc)"; } # num EXPR [DECIMALS]
@@ -74,6 +77,7 @@ case_pyreads() {
         local log=$OUT/pyload.$w.out
         $PY bench/pyload.py "$w" > "$log" 2>&1 &
         local pid=$!
+        WORKLOAD_PID=$pid
         for _ in $(seq 100); do grep -q READY "$log" && break; sleep 0.1; done
         for mode in inkernel nobpf; do
             local opt="" s1=$OUT/pyreads.$w.$mode.1 s2=$OUT/pyreads.$w.$mode.$dur
@@ -103,6 +107,7 @@ case_pyreads() {
         done
         kill "$pid"
         wait "$pid" 2> /dev/null
+        WORKLOAD_PID=""
     done
 }
 
