@@ -348,6 +348,10 @@ int main(int argc, char **argv)
         .ring_size = o.ring_size,
         .verbose = o.verbose,
     };
+    /* A running target is attached as Python before sampling starts (a launched command is
+     * attached on its first samples, once it has become the interpreter). */
+    if (o.pid && !o.no_python)
+        collect_python_attach(r.collector, o.pid);
     err = o.no_bpf ? 0 : sampler_open(&r.sampler, &so, on_event, &r, &stage);
     if (!err && r.sampler && !o.no_python)
         err = collect_set_sampler(r.collector, r.sampler);

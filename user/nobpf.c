@@ -170,6 +170,8 @@ int nobpf_tick(struct nobpf *nb, uint64_t until_ns)
         return r;
     if (now >= nb->rescan_ns || !nb->nth) {
         r = rescan(nb);
+        if (r == -ENOENT || r == -ESRCH)
+            return 0; /* the target is gone: the caller's liveness check ends the run */
         if (r)
             return r;
         nb->rescan_ns = now + RESCAN_NS;

@@ -83,7 +83,7 @@ for spec in $PYS; do
     if [ "$tot" -ge 10 ] && [ $((ok * 100)) -ge $((tot * 99)) ]; then
         pass "$tag: caller;…;qsort;…;compare in $ok of $tot samples in the callback"
     else
-        fail "$tag: caller;…;qsort;…;compare order" "$ok of $tot samples ($merr merge errors)"
+        fail "$tag: caller;…;qsort;…;compare order" "$ok of $tot samples ($merr merge errors); first other: $(grep 'compare (' "$d/qs.folded" | grep -vE 'caller \([^;]*\);(.*;)?qsort(_r)?;(.*;)?compare \(' | head -1 | sed "s|$ROOT/tests/py/||g" | head -c 600)"
     fi
     echo "# $tag qsort: $(stat samples "$d/qs.err") samples, $tot in compare, merge_errors $merr (Python stack read at drain time, not at the sample)"
 
@@ -98,7 +98,7 @@ for spec in $PYS; do
     fi
 
     # --stats on a steady stack
-    "$S" -q -F 999 --stats -o /dev/null -- "$py" "$W" steady 3 > /dev/null 2> "$d/st.err"
+    "$S" -q -F 999 --stats -o "$d/x.folded" -- "$py" "$W" steady 3 > /dev/null 2> "$d/st.err"
     rps=$(stat reads_per_sample "$d/st.err")
     if le "$rps" 1.0 && [ -n "$(stat python_frames_in_kernel "$d/st.err")" ] && [ -n "$(stat merge_errors "$d/st.err")" ]; then
         pass "$tag: --stats steady: reads_per_sample $rps <= 1.0 ($(stat samples "$d/st.err") samples)"
@@ -130,7 +130,7 @@ done
 if command -v setpriv > /dev/null; then
     py=/usr/bin/python3.11
     CAPS=(setpriv --bounding-set -all,+sys_ptrace --inh-caps -all,+sys_ptrace --ambient-caps -all,+sys_ptrace --)
-    "${CAPS[@]}" "$S" -q -d 1 -o /dev/null -- "$py" "$W" steady 2 > /dev/null 2> "$TMP/cap_bpf.err"
+    "${CAPS[@]}" "$S" -q -d 1 -o "$TMP/x.folded" -- "$py" "$W" steady 2 > /dev/null 2> "$TMP/cap_bpf.err"
     rc_bpf=$?
     "${CAPS[@]}" "$S" -q --no-bpf -F 99 -o "$TMP/cap.folded" -- "$py" "$W" steady 2 > /dev/null 2> "$TMP/cap.err"
     rc=$?
@@ -147,7 +147,7 @@ fi
 "$S" -v -q -F 99 -o "$TMP/c.folded" -- "$BUILD/progs/callgraph" 2> "$TMP/c.err" > /dev/null
 notes=$(grep -c 'no Python frames' "$TMP/c.err")
 check "non-Python target: one -v note ($notes)" [ "$notes" = 1 ]
-"$S" -q --no-bpf -o /dev/null -- sleep 5 2> "$TMP/nb_c.err"
+"$S" -q --no-bpf -o "$TMP/x.folded" -- sleep 5 2> "$TMP/nb_c.err"
 rc=$?
 if [ $rc != 0 ] && grep -q 'not a Python process' "$TMP/nb_c.err"; then
     pass "--no-bpf on a non-Python target: refused (rc $rc)"

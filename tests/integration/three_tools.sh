@@ -32,7 +32,7 @@ for spec in 3.11=/root/.pyenv/versions/3.11.7/bin/python3.11 3.12=/root/.pyenv/v
         continue
     fi
     d="$TMP/$v"; mkdir -p "$d"
-    PYTHONPATH="$BUILD/python$v" "$py" -m pyebpf_jit "$TMP/work.py" 6 > "$d/out" 2> "$d/err" &
+    PYTHONPATH="$BUILD/python$v" "$py" -m pyebpf_jit --gdb --jitdump --jitdump-dir "$d" "$TMP/work.py" 6 > "$d/out" 2> "$d/err" &
     tpid=$!
     for _ in $(seq 200); do grep -q READY "$d/out" && break; sleep 0.05; done
     "$S" -q -F 199 --stats -o "$d/prof.folded" $tpid 2> "$d/stats" &

@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# pyebpf benchmarks: one summary line per case (results and commands: docs/benchmarks.md).
+#
+#   [BUILD=build] [BENCH_QUICK=1] bench/run.sh [CASE...]    (root; `make` first)
+#   CASE: replay pyreads rate slowdown memory   (default: all, in that order)
+#
+# The machine is shared and noisy: every case reports counts (instructions, syscalls, bytes,
+# lost samples) or ratios against a baseline measured in the same run, next to raw times.
+# Each line starts with the case name; `key=value` fields follow.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+BUILD=${BUILD:-build}
+QUICK=${BENCH_QUICK:-0}
+SAMPLE=$BUILD/pyebpf-sample
+PY=${PYTHON:-python3}
+OUT=$BUILD/bench
+mkdir -p "$OUT"
+CASES=${*:-replay pyreads rate slowdown memory}
+WORKLOAD_PID=""
+# A workload left spinning by an interrupted run would skew the next one.
+trap '[ -n "$WORKLOAD_PID" ] && kill "$WORKLOAD_PID" 2> /dev/null' EXIT
+
+q() { [ "$QUICK" = 1 ] && echo "$1" || echo "$2"; } # q QUICK_VALUE FULL_VALUE
+num() { LC_ALL=C printf "%.${2:-3}f" "$(echo "scale=6; $1" | bc)"; } # num EXPR [DECIMALS]
+stat_of() { awk -F': ' -v k="$1" '$1 == k { print $2; exit }' "$2"; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "bench commit=$(git rev-parse --short HEAD 2> /dev/null) date=$(date -u +%FT%TZ) cpus=$(nproc) load=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ,) quick=$QUICK"
+
+# 1. Collector cost per sample: captured records replayed through user/collect (no kernel).
+case_replay() {
+    local n cgn
+    n=$(q 50000 200000)
+    cgn=$(q 500 1000)
+    "$BUILD/bench/replay" -n "$n" -d 10,20,50,200 -u auto,fp
+    command -v valgrind > /dev/null || { echo "collect_ir skipped=no-valgrind"; return; }
+    local base=""
+    for d in 10 20 50 200; do
+        for m in auto fp; do
+            local f=$OUT/callgrind.d$d.$m
+            valgrind --tool=callgrind --callgrind-out-file="$f" --collect-atstart=no \
+                --toggle-collect=replay_loop "$BUILD/bench/replay" -n "$cgn" -d "$d" -u "$m" > /dev/null 2>&1
+            local ir top
+            ir=$(awk '/^totals:/ { print $2 }' "$f")
+            [ -n "$ir" ] || { echo "collect_ir depth=$d unwind=$m error=no-callgrind-output"; continue; }
+            [ "$d$m" = 10auto ] && base=$ir
+            # the three functions with most instructions of their own, as name:percent
+            top=$(callgrind_annotate --inclusive=no "$f" 2> /dev/null | awk '
+                /file:function/ { on = 1; next }
+                on { sub(/\( +/, "(") }
+                on && $2 ~ /^\(/ && n < 3 { fn = $3; sub(/.*:/, "", fn); sub(/\[.*/, "", fn); p = $2; gsub(/[()%]/, "", p)
+                                       out = out (n ? "," : "") fn ":" p "%"; n++ }
+                END { print out }')
+            echo "collect_ir depth=$d unwind=$m ir_per_sample=$((ir / cgn)) ratio_vs_d10=$(num "$ir / $base" 2) top=$top"
+        done
+    done
+}
+
+# 2. Remote reads per sample on three Python workloads:
+#    inkernel  pyebpf-sample with BPF: Python chains captured in the kernel, code objects read
+#    nobpf     pyebpf-sample --no-bpf: every sample read with process_vm_readv (timer, all threads)
+#    cached    bench/pyreads: the reader alone, its caches on (threads in turn, every 200 us)
+#    cold      bench/pyreads -m cold: a fresh reader per sample, every cache empty (the baseline)
+#    For pyebpf-sample, `marginal_*` = (run of D s - run of 1 s) / (difference in samples): the
+#    cost of one more sample, without attaching (ELF, runtime discovery) and the first reads.
+py_sample_run() { # py_sample_run PID DURATION STATS [OPTIONS...]
+    local pid=$1 dur=$2 st=$3
+    shift 3
+    "$SAMPLE" -q --stats -F 1000 -d "$dur" -o "$st.folded" "$@" "$pid" > /dev/null 2> "$st"
+}
+case_pyreads() {
+    local n ncold dur
+    n=$(q 2000 10000)
+    ncold=$(q 30 100)
+    dur=$(q 3 8)
+    for w in steady change threads50; do
+        local log=$OUT/pyload.$w.out
+        $PY bench/pyload.py "$w" > "$log" 2>&1 &
+        local pid=$!
+        WORKLOAD_PID=$pid
+        for _ in $(seq 100); do grep -q READY "$log" && break; sleep 0.1; done
+        for mode in inkernel nobpf; do
+            local opt="" s1=$OUT/pyreads.$w.$mode.1 s2=$OUT/pyreads.$w.$mode.$dur
+            [ $mode = nobpf ] && opt=--no-bpf
+            # shellcheck disable=SC2086
+            py_sample_run "$pid" 1 "$s1" $opt
+            # shellcheck disable=SC2086
+            py_sample_run "$pid" "$dur" "$s2" $opt
+            local n1 n2 r1 r2 b1 b2
+            n1=$(stat_of samples "$s1"); n2=$(stat_of samples "$s2")
+            r1=$(stat_of remote_reads "$s1"); r2=$(stat_of remote_reads "$s2")
+            b1=$(stat_of remote_read_bytes "$s1"); b2=$(stat_of remote_read_bytes "$s2")
+            if [ -z "$n2" ] || [ -z "$n1" ] || [ "$n2" -le "$n1" ]; then
+                echo "pyreads workload=$w mode=$mode error=$(grep -v ': ' "$s2" | head -c 200 | tr '\n' ' ')"
+                continue
+            fi
+            echo "pyreads workload=$w mode=$mode samples=$n2 reads_per_sample=$(stat_of reads_per_sample "$s2")" \
+                "bytes_per_sample=$((b2 / n2)) marginal_reads_per_sample=$(num "($r2 - $r1) / ($n2 - $n1)")" \
+                "marginal_bytes_per_sample=$(((b2 - b1) / (n2 - n1)))" \
+                "python_reads=$(stat_of python_samples "$s2") in_kernel_samples=$(stat_of python_samples_in_kernel "$s2") frames_per_sample=$(stat_of python_frames_per_sample "$s2")"
+        done
+        for mode in cached cold; do
+            local r
+            r=$("$BUILD/bench/pyreads" -m "$mode" -n "$([ $mode = cold ] && echo "$ncold" || echo "$n")" \
+                -i 200 "$pid" 2>&1)
+            echo "pyreads workload=$w mode=$mode $r"
+        done
+        kill "$pid"
+        wait "$pid" 2> /dev/null
+        WORKLOAD_PID=""
+    done
+}
+
+# 3. Highest rate without loss: a 2-thread CPU-bound target, 10 s per rate. Sampler and target
+#    run at nice -10 so that the target gets its CPUs on a shared machine (else the samples
+#    delivered are a fraction of 2 x rate).
+case_rate() {
+    local dur
+    dur=$(q 3 10)
+    for hz in 1000 5000 10000 20000; do
+        local st=$OUT/rate.$hz.stats
+        nice -n -10 "$SAMPLE" -q --stats -F "$hz" -d "$dur" -o "$OUT/rate.$hz.folded" -- "$BUILD/progs/callgraph" "$((dur + 5))" 2 \
+            > /dev/null 2> "$st"
+        local s lost matched cpu loop dus
+        s=$(stat_of samples "$st")
+        lost=$(stat_of lost "$st")
+        matched=$(stat_of kernel_matched "$st")
+        cpu=$(stat_of collector_cpu_us "$st")
+        loop=$(stat_of collector_loop_cpu_us_per_sample "$st")
+        dus=$(stat_of duration_s "$st")
+        if [ -z "$s" ] || [ -z "$dus" ]; then
+            echo "rate hz=$hz error=$(head -c 200 "$st" | tr '\n' ' ')"
+            continue
+        fi
+        echo "rate hz=$hz duration_s=$dus samples=$s kernel_matched=$matched lost=$lost" \
+            "lost_pct=$(stat_of lost_pct "$st") matched_per_s=$(num "$matched / $dus" 0) collector_cpu_pct=$(num "$cpu / ($dus * 10000)" 2)" \
+            "loop_cpu_us_per_sample=$loop bpf_ns_per_sample=$(stat_of bpf_ns_per_sample "$st")"
+    done
+}
+
+# 4. Target slowdown: CPU time of a fixed CPU-bound Python workload alone and while sampled, in
+#    interleaved rounds; the ratio is taken per round (sampled / alone of that round), then the
+#    median over the rounds.
+case_slowdown() {
+    local rounds cfgs="1000 10000 10000fp"
+    command -v perf > /dev/null && cfgs="$cfgs perf10000"
+    rounds=$(q 3 7)
+    : > "$OUT/slow.alone"
+    for c in $cfgs; do : > "$OUT/slow.$c"; done
+    for _ in $(seq "$rounds"); do
+        $PY bench/pywork.py "$OUT/slow.alone"
+        for c in $cfgs; do
+            local extra=""
+            case $c in
+            perf*) # reference: perf itself, frame-pointer call chains, same rate
+                perf record -q -F "${c#perf}" -g -o "$OUT/slow.perf.data" -- "$PY" bench/pywork.py "$OUT/slow.$c" \
+                    > /dev/null 2>&1
+                continue ;;
+            *fp) extra="--unwind fp" ;;
+            esac
+            # shellcheck disable=SC2086
+            "$SAMPLE" -q -F "${c%fp}" $extra -o "$OUT/slow.$c.folded" -- $PY bench/pywork.py "$OUT/slow.$c" \
+                > /dev/null 2>&1
+        done
+    done
+    for c in $cfgs; do
+        local f=$OUT/slow.$c
+        local hz=${c%fp} how=pyebpf-sample:auto
+        case $c in perf*) hz=${c#perf} how=perf:fp ;; *fp) how=pyebpf-sample:fp ;; esac
+        echo "slowdown hz=$hz sampler=$how rounds=$rounds" \
+            "alone_cpu_s=$(median < "$OUT/slow.alone") sampled_cpu_s=$(median < "$f")" \
+            "median_ratio=$(paste "$f" "$OUT/slow.alone" | awk '{ printf "%.4f\n", $1 / $2 }' | median)" \
+            "ratios=$(paste "$f" "$OUT/slow.alone" | awk '{ printf "%s%.3f", (NR > 1 ? "," : ""), $1 / $2 }')"
+    done
+}
+
+# 6. Memory: collector peak RSS on a target with many distinct stacks, short run vs long run.
+case_memory() {
+    local long
+    long=$(q 10 60)
+    # short run, long run, long run with a 16 MiB ring (the default ring at 10 kHz is 128 MiB, and
+    # its pages count in the collector's RSS once written)
+    for run in "2 default" "$long default" "$long 16777216"; do
+        # shellcheck disable=SC2086
+        set -- $run
+        local dur=$1 ring_opt="" tag=$1.$2
+        [ "$2" = default ] || ring_opt="--ring-size $2"
+        local st=$OUT/memory.$tag.stats tv=$OUT/memory.$tag.time
+        # shellcheck disable=SC2086
+        /usr/bin/time -v -o "$tv" "$SAMPLE" -q --stats -F 10000 -d "$dur" $ring_opt -o "$OUT/memory.$tag.folded" \
+            -- "$BUILD/bench/manystacks" "$((dur + 5))" 2 > /dev/null 2> "$st"
+        local rss ring
+        rss=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$tv")
+        ring=$(stat_of ring_bytes "$st")
+        echo "memory hz=10000 duration_s=$(stat_of duration_s "$st") ring_kib=$((ring / 1024))" \
+            "samples=$(stat_of samples "$st") lost=$(stat_of lost "$st") distinct_stacks=$(stat_of distinct_stacks "$st")" \
+            "distinct_frames=$(stat_of distinct_frames "$st") peak_rss_kib=$rss"
+    done
+}
+
+for c in $CASES; do
+    "case_$c"
+done
