@@ -35,6 +35,14 @@ void cli_usage(FILE *f)
             "      --threads         a root frame per thread: \"thread TID (comm)\"\n"
             "      --children        also sample processes the target forks from now on\n"
             "      --stats           print statistics to stderr as \"key: value\" lines\n"
+            "      --python-only     Python frames only (a Python target's native frames hidden)\n"
+            "      --show-internal   keep the interpreter's own frames (_PyEval_*, PyObject_Call*,\n"
+            "                        start-up) between and around the Python frames\n"
+            "      --no-python       native frames only, even when the target is Python\n"
+            "      --no-bpf          sample the Python frames of every thread from user space on\n"
+            "                        a timer: no BPF, no perf events, only ptrace rights (Python\n"
+            "                        targets only; wall-clock samples of all threads)\n"
+            "      --exact-reads     read each predicted Python frame with its own exact iovec\n"
             "      --ring-size N     ring buffer bytes (default: from frequency and stack size)\n"
             "  -q, --quiet           no progress messages\n"
             "  -v, --verbose         libbpf and verifier messages\n"
@@ -61,7 +69,20 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
 
 int cli_parse(int argc, char **argv, struct cli_options *o)
 {
-    enum { OPT_KERNEL = 256, OPT_UNWIND, OPT_STACK, OPT_THREADS, OPT_STATS, OPT_RING, OPT_CHILDREN };
+    enum {
+        OPT_KERNEL = 256,
+        OPT_UNWIND,
+        OPT_STACK,
+        OPT_THREADS,
+        OPT_STATS,
+        OPT_RING,
+        OPT_CHILDREN,
+        OPT_NO_BPF,
+        OPT_PYTHON_ONLY,
+        OPT_SHOW_INTERNAL,
+        OPT_NO_PYTHON,
+        OPT_EXACT,
+    };
     static const struct option longopts[] = {
         {"frequency", required_argument, NULL, 'F'},
         {"duration", required_argument, NULL, 'd'},
@@ -74,6 +95,11 @@ int cli_parse(int argc, char **argv, struct cli_options *o)
         {"children", no_argument, NULL, OPT_CHILDREN},
         {"stats", no_argument, NULL, OPT_STATS},
         {"ring-size", required_argument, NULL, OPT_RING},
+        {"no-bpf", no_argument, NULL, OPT_NO_BPF},
+        {"python-only", no_argument, NULL, OPT_PYTHON_ONLY},
+        {"show-internal", no_argument, NULL, OPT_SHOW_INTERNAL},
+        {"no-python", no_argument, NULL, OPT_NO_PYTHON},
+        {"exact-reads", no_argument, NULL, OPT_EXACT},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -151,6 +177,21 @@ int cli_parse(int argc, char **argv, struct cli_options *o)
             }
             o->ring_size = v;
             break;
+        case OPT_NO_BPF:
+            o->no_bpf = true;
+            break;
+        case OPT_PYTHON_ONLY:
+            o->python_only = true;
+            break;
+        case OPT_SHOW_INTERNAL:
+            o->show_internal = true;
+            break;
+        case OPT_NO_PYTHON:
+            o->no_python = true;
+            break;
+        case OPT_EXACT:
+            o->exact_reads = true;
+            break;
         case 'q':
             o->quiet = true;
             break;
@@ -167,6 +208,14 @@ int cli_parse(int argc, char **argv, struct cli_options *o)
             fprintf(stderr, "Try 'pyebpf-sample --help'.\n");
             return -1;
         }
+    }
+    if (o->no_python && (o->no_bpf || o->python_only)) {
+        fprintf(stderr, "pyebpf-sample: --no-python excludes --no-bpf and --python-only\n");
+        return -1;
+    }
+    if (o->no_bpf && (o->kernel || o->children)) {
+        fprintf(stderr, "pyebpf-sample: --no-bpf samples Python frames only (no --kernel, no --children)\n");
+        return -1;
     }
     if (optind < argc && !strcmp(argv[optind - 1], "--")) {
         o->command = &argv[optind];

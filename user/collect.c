@@ -8,10 +8,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "merge.h"
+
+/* A target that is not Python yet may be a launched command before its exec, or an
+ * interpreter still starting: attaching is retried this often, for this long. */
+#define PY_RETRY_NS  250000000ull
+#define PY_WINDOW_NS 3000000000ull
+
+enum py_state { PY_UNTRIED, PY_ATTACHED, PY_RETRY, PY_NONE };
 
 struct target {
     pid_t pid;
     struct proc *proc; /* NULL when proc_open failed */
+    enum py_state py;
+    struct pystack *ps;
+    struct merge merge;
+    uint64_t py_first_ns, py_next_ns;
+    uint64_t py_samples;
 };
 
 struct thread {
@@ -31,7 +46,18 @@ struct collector {
     struct collect_stats st;
     uint32_t *frames; /* scratch: one stack */
     uint64_t *ips;    /* scratch: native unwind */
+    uint32_t *native; /* scratch: native frames, leaf first */
+    uint32_t *merged; /* scratch: merged user frames, leaf first */
+    struct pystack_frame *py; /* scratch: Python frames, leaf first */
 };
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 int collect_open(struct collector **out, const struct collect_opts *o, struct profile *prof)
 {
@@ -45,9 +71,12 @@ int collect_open(struct collector **out, const struct collect_opts *o, struct pr
     c->prof = prof;
     c->cap_threads = 256;
     c->threads = calloc(c->cap_threads, sizeof(*c->threads));
-    c->frames = calloc(1 + COLLECT_MAX_DEPTH + SAMPLE_MAX_STACK_DEPTH, sizeof(*c->frames));
+    c->frames = calloc(2 + COLLECT_MAX_DEPTH + COLLECT_MAX_PY + SAMPLE_MAX_STACK_DEPTH, sizeof(*c->frames));
     c->ips = calloc(COLLECT_MAX_DEPTH, sizeof(*c->ips));
-    if (!c->threads || !c->frames || !c->ips) {
+    c->native = calloc(COLLECT_MAX_DEPTH, sizeof(*c->native));
+    c->merged = calloc(COLLECT_MAX_DEPTH + COLLECT_MAX_PY + 1, sizeof(*c->merged));
+    c->py = calloc(COLLECT_MAX_PY, sizeof(*c->py));
+    if (!c->threads || !c->frames || !c->ips || !c->native || !c->merged || !c->py) {
         collect_close(c);
         return -ENOMEM;
     }
@@ -66,9 +95,15 @@ void collect_close(struct collector *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < c->ntargets; i++)
+    for (size_t i = 0; i < c->ntargets; i++) {
         proc_close(c->targets[i].proc);
+        pystack_close(c->targets[i].ps);
+        merge_free(&c->targets[i].merge);
+    }
     free(c->targets);
+    free(c->native);
+    free(c->merged);
+    free(c->py);
     if (c->ksyms)
         ksyms_close(c->ksyms);
     free(c->threads);
@@ -80,6 +115,46 @@ void collect_close(struct collector *c)
 void collect_stats(const struct collector *c, struct collect_stats *out)
 {
     *out = c->st;
+    for (size_t i = 0; i < c->ntargets; i++)
+        out->merge_errors += c->targets[i].merge.merge_errors;
+}
+
+/* Attaches `t` as Python when it is one; retried while the target may still be starting. */
+static void python_attach(struct collector *c, struct target *t)
+{
+    char err[256];
+    uint64_t now;
+    int r;
+
+    if (!c->opts.python || t->py == PY_ATTACHED || t->py == PY_NONE)
+        return;
+    now = mono_ns();
+    if (t->py == PY_UNTRIED)
+        t->py_first_ns = now;
+    else if (now < t->py_next_ns)
+        return;
+    r = pystack_open(&t->ps, t->pid, c->prof, &c->opts.py, err, sizeof(err));
+    if (!r)
+        r = merge_init(&t->merge, c->prof, pystack_runtime(t->ps)->path, c->opts.show_internal);
+    if (!r) {
+        t->py = PY_ATTACHED;
+        c->st.python_targets++;
+        if (c->opts.verbose)
+            fprintf(stderr, "pyebpf-sample: PID %d is Python %s (%s): Python frames merged\n", (int)t->pid,
+                    pystack_runtime(t->ps)->version, pystack_runtime(t->ps)->path);
+        return;
+    }
+    pystack_close(t->ps);
+    t->ps = NULL;
+    if (now - t->py_first_ns < PY_WINDOW_NS && r != -ESRCH) {
+        t->py = PY_RETRY;
+        t->py_next_ns = now + PY_RETRY_NS;
+        return;
+    }
+    t->py = PY_NONE;
+    if (c->opts.verbose)
+        fprintf(stderr, "pyebpf-sample: PID %d: no Python frames (%s); native frames only\n", (int)t->pid,
+                err[0] ? err : strerror(-r));
 }
 
 void collect_proc_stats(const struct collector *c, struct proc_stats *out)
@@ -158,7 +233,7 @@ static int threads_grow(struct collector *c)
 
 /* The thread's root frame; *fresh set when the thread is new. A changed comm (prctl, exec)
  * gets a new frame. */
-static int64_t thread_frame(struct collector *c, const struct sample_event *ev, bool *fresh)
+static int64_t thread_frame(struct collector *c, uint32_t tid, const char *comm, bool *fresh)
 {
     char name[64];
     struct thread *t;
@@ -168,11 +243,11 @@ static int64_t thread_frame(struct collector *c, const struct sample_event *ev, 
     *fresh = false;
     if ((c->nthreads + 1) * 2 > c->cap_threads && threads_grow(c))
         return -ENOMEM;
-    for (j = hash_tid(ev->tid) & (c->cap_threads - 1); c->threads[j].tid;
+    for (j = hash_tid(tid) & (c->cap_threads - 1); c->threads[j].tid;
          j = (j + 1) & (c->cap_threads - 1)) {
         t = &c->threads[j];
-        if (t->tid == ev->tid) {
-            if (!strncmp(t->comm, ev->comm, SAMPLE_COMM_LEN))
+        if (t->tid == tid) {
+            if (!strncmp(t->comm, comm, SAMPLE_COMM_LEN))
                 return t->frame;
             break;
         }
@@ -183,13 +258,13 @@ static int64_t thread_frame(struct collector *c, const struct sample_event *ev, 
         c->nthreads++;
         c->st.threads++;
     }
-    snprintf(name, sizeof(name), "thread %u (%.*s)", ev->tid, SAMPLE_COMM_LEN, ev->comm);
+    snprintf(name, sizeof(name), "thread %u (%.*s)", tid, SAMPLE_COMM_LEN, comm);
     f = profile_frame(c->prof, FRAME_THREAD, name, NULL, 0);
     if (f < 0)
         return f;
-    t->tid = ev->tid;
+    t->tid = tid;
     t->frame = (uint32_t)f;
-    memcpy(t->comm, ev->comm, SAMPLE_COMM_LEN);
+    memcpy(t->comm, comm, SAMPLE_COMM_LEN);
     return f;
 }
 
@@ -281,28 +356,80 @@ static size_t unwind(struct collector *c, struct target *t, const struct sample_
     return r;
 }
 
+/* The Python frames of `tid` now, leaf first, into c->py; their number (0: none). */
+static size_t python_frames(struct collector *c, struct target *t, uint32_t tid)
+{
+    unsigned flags = 0;
+    int n;
+
+    if (!t->ps)
+        return 0;
+    n = pystack_read(t->ps, (pid_t)tid, c->py, COLLECT_MAX_PY, &flags);
+    if (n < 0) {
+        if (n != -ESRCH)
+            c->st.python_read_errors++;
+        return 0;
+    }
+    if (n > 0) {
+        t->py_samples++;
+        c->st.python_samples++;
+        c->st.python_frames += (uint64_t)n;
+    }
+    return (size_t)n;
+}
+
+static int64_t other_frame(struct collector *c, const char *name)
+{
+    return profile_frame(c->prof, FRAME_OTHER, name, NULL, 0);
+}
+
 int collect_sample(struct collector *c, const struct sample_event *ev, size_t len)
 {
     struct target *t = target_get(c, ev->pid);
-    size_t n = 0, nu, nk;
-    bool fresh;
+    size_t n = 0, nu, nk, np, nm;
+    bool fresh, merr;
     int64_t f;
+    int m;
 
     if (!t)
         return -ENOMEM;
     if (!t->proc)
         c->st.proc_errors++;
-    f = thread_frame(c, ev, &fresh);
+    python_attach(c, t);
+    f = thread_frame(c, ev->tid, ev->comm, &fresh);
     if (f < 0)
         return (int)f;
     c->frames[n++] = (uint32_t)f;
 
     nu = unwind(c, t, ev, len);
-    for (size_t i = nu; i-- > 0;) {
-        f = user_frame(c, t, c->ips[i], i == 0);
-        if (f < 0)
-            return (int)f;
-        c->frames[n++] = (uint32_t)f;
+    np = python_frames(c, t, ev->tid);
+    if (t->ps && c->opts.python_only) {
+        for (size_t i = np; i-- > 0;)
+            c->frames[n++] = c->py[i].frame;
+        if (!np) {
+            if ((f = other_frame(c, "[native]")) < 0)
+                return (int)f;
+            c->frames[n++] = (uint32_t)f;
+        }
+    } else {
+        for (size_t i = 0; i < nu; i++) {
+            f = user_frame(c, t, c->ips[i], i == 0);
+            if (f < 0)
+                return (int)f;
+            c->native[i] = (uint32_t)f;
+        }
+        if (t->ps && np) {
+            m = merge_stack(&t->merge, c->native, nu, c->py, np, c->merged, COLLECT_MAX_DEPTH + COLLECT_MAX_PY + 1,
+                            &merr);
+            if (m < 0)
+                return m;
+            nm = (size_t)m;
+            for (size_t i = nm; i-- > 0;)
+                c->frames[n++] = c->merged[i];
+        } else {
+            for (size_t i = nu; i-- > 0;)
+                c->frames[n++] = c->native[i];
+        }
     }
 
     if (c->opts.kernel && (ev->flags & SAMPLE_F_IN_KERNEL)) {
@@ -322,8 +449,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
     if (n == 1) {
         /* No user registers (a thread inside exec, or a kernel thread) and no kernel stack asked
          * for: the sample still counts, under a frame that says where it was. */
-        f = profile_frame(c->prof, FRAME_OTHER, (ev->flags & SAMPLE_F_IN_KERNEL) ? "[kernel]" : "[unknown]",
-                          NULL, 0);
+        f = other_frame(c, (ev->flags & SAMPLE_F_IN_KERNEL) ? "[kernel]" : "[unknown]");
         if (f < 0)
             return (int)f;
         c->frames[n++] = (uint32_t)f;
@@ -335,4 +461,63 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
         return (int)f;
     c->st.samples++;
     return fresh ? 1 : 0;
+}
+
+int collect_python_attach(struct collector *c, pid_t pid)
+{
+    struct target *t = target_get(c, pid);
+
+    if (!t)
+        return -ENOMEM;
+    python_attach(c, t);
+    return t->py == PY_ATTACHED ? 0 : t->py == PY_NONE ? -ENOENT : -EAGAIN;
+}
+
+int collect_python_sample(struct collector *c, pid_t pid, pid_t tid, const char *comm)
+{
+    struct target *t = target_get(c, pid);
+    size_t n = 0, np;
+    bool fresh;
+    int64_t f;
+
+    if (!t)
+        return -ENOMEM;
+    python_attach(c, t);
+    if (!t->ps)
+        return -EAGAIN;
+    np = python_frames(c, t, (uint32_t)tid);
+    if (!np)
+        return 0;
+    f = thread_frame(c, (uint32_t)tid, comm, &fresh);
+    if (f < 0)
+        return (int)f;
+    c->frames[n++] = (uint32_t)f;
+    for (size_t i = np; i-- > 0;)
+        c->frames[n++] = c->py[i].frame;
+    c->st.frames += n - 1;
+    f = profile_add(c->prof, c->frames, n, 1);
+    if (f < 0)
+        return (int)f;
+    c->st.samples++;
+    return 1;
+}
+
+void collect_print_python_stats(const struct collector *c, FILE *f)
+{
+    const struct target *best = NULL;
+    struct collect_stats cs;
+
+    for (size_t i = 0; i < c->ntargets; i++)
+        if (c->targets[i].ps && (!best || c->targets[i].py_samples > best->py_samples))
+            best = &c->targets[i];
+    collect_stats(c, &cs);
+    fprintf(f, "python_targets: %" PRIu64 "\n", cs.python_targets);
+    fprintf(f, "python_stack_samples: %" PRIu64 "\n", cs.python_samples);
+    fprintf(f, "python_frames_per_sample: %.1f\n",
+            cs.python_samples ? (double)cs.python_frames / (double)cs.python_samples : 0.0);
+    fprintf(f, "python_read_errors: %" PRIu64 "\n", cs.python_read_errors);
+    fprintf(f, "python_frames_in_kernel: %" PRIu64 "\n", cs.python_frames_in_kernel);
+    fprintf(f, "merge_errors: %" PRIu64 "\n", cs.merge_errors);
+    if (best)
+        pystack_print_stats(best->ps, f);
 }

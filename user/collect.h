@@ -13,15 +13,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdio.h>
+
 #include "proc.h"
 #include "profile.h"
+#include "pystack.h"
 #include "sample.h"
 
 #define COLLECT_MAX_DEPTH 256 /* native frames per sample */
+#define COLLECT_MAX_PY    2048 /* Python frames per sample */
 
 struct collect_opts {
     enum unwind_mode unwind;
-    bool kernel; /* add kernel frames */
+    bool kernel;        /* add kernel frames */
+    bool python;        /* attach to Python targets and merge their frames (pystack_open) */
+    bool python_only;   /* Python frames only, no native ones */
+    bool show_internal; /* keep interpreter-internal frames in the merge */
+    bool verbose;       /* one note per target that is not Python */
+    struct pystack_opts py;
 };
 
 struct collect_stats {
@@ -35,6 +44,12 @@ struct collect_stats {
     uint64_t proc_errors;      /* a record of a process that could not be opened */
     uint64_t threads;          /* distinct threads seen */
     uint64_t stack_copy_bytes; /* sum of copied stack bytes */
+    uint64_t python_targets;   /* processes attached as Python */
+    uint64_t python_samples;   /* samples with Python frames */
+    uint64_t python_frames;    /* Python frames added */
+    uint64_t python_frames_in_kernel; /* frames captured in the kernel (not yet: always 0) */
+    uint64_t python_read_errors;      /* pystack_read failed other than -ESRCH */
+    uint64_t merge_errors;     /* native eval-loop frames and Python groups disagreed */
 };
 
 struct collector;
@@ -47,6 +62,19 @@ int collect_open(struct collector **out, const struct collect_opts *o, struct pr
  * or a negative errno (-ENOMEM). */
 int collect_sample(struct collector *c, const struct sample_event *ev, size_t len);
 void collect_stats(const struct collector *c, struct collect_stats *out);
+
+/* One sample of thread `tid` of process `pid` from its Python frames alone (--no-bpf): thread
+ * frame, Python frames root → leaf. Returns 1 when a sample was added, 0 when the thread has no
+ * Python frames now (nothing added), -EAGAIN when `pid` is not (yet) attached as Python, or a
+ * negative errno. */
+int collect_python_sample(struct collector *c, pid_t pid, pid_t tid, const char *comm);
+
+/* Tries to attach to `pid` as Python now (also done on its first samples). 0 or -errno. */
+int collect_python_attach(struct collector *c, pid_t pid);
+
+/* pystack_print_stats of the Python target with the most samples, then merge_errors and
+ * python_frames_in_kernel. */
+void collect_print_python_stats(const struct collector *c, FILE *f);
 void collect_close(struct collector *c);
 
 #endif

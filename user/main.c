@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "collect.h"
 #include "maps.h"
+#include "nobpf.h"
 #include "output.h"
 #include "profile.h"
 #include "progress.h"
@@ -36,7 +37,8 @@
 
 struct run {
     struct cli_options *o;
-    struct sampler *sampler;
+    struct sampler *sampler; /* NULL with --no-bpf */
+    struct nobpf *nobpf;     /* --no-bpf only */
     struct collector *collector;
     struct profile prof;
     uint64_t events;
@@ -154,8 +156,10 @@ static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, 
     fprintf(f, "events: %" PRIu64 "\n", r->events);
     fprintf(f, "collect_errors: %" PRIu64 "\n", r->collect_errors);
     fprintf(f, "frequency_hz: %u\n", r->o->frequency);
-    fprintf(f, "cpus: %u\n", sampler_ncpus(r->sampler));
-    fprintf(f, "ring_bytes: %zu\n", sampler_ring_size(r->sampler));
+    if (r->sampler) {
+        fprintf(f, "cpus: %u\n", sampler_ncpus(r->sampler));
+        fprintf(f, "ring_bytes: %zu\n", sampler_ring_size(r->sampler));
+    }
     fprintf(f, "threads: %" PRIu64 "\n", cs.threads);
     fprintf(f, "frames_per_sample: %.1f\n", cs.samples ? (double)cs.frames / cs.samples : 0.0);
     fprintf(f, "unknown_frames: %" PRIu64 "\n", cs.unknown_frames);
@@ -180,6 +184,18 @@ static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, 
     fprintf(f, "proc_errors: %" PRIu64 "\n", cs.proc_errors);
     fprintf(f, "distinct_stacks: %u\n", r->prof.nnodes);
     fprintf(f, "distinct_frames: %u\n", r->prof.nframes);
+    if (r->nobpf) {
+        struct nobpf_stats ns;
+
+        nobpf_get_stats(r->nobpf, &ns);
+        fprintf(f, "nobpf_ticks: %" PRIu64 "\n", ns.ticks);
+        fprintf(f, "nobpf_missed_ticks: %" PRIu64 "\n", ns.missed_ticks);
+        fprintf(f, "nobpf_thread_scans: %" PRIu64 "\n", ns.thread_scans);
+        fprintf(f, "nobpf_thread_reads: %" PRIu64 "\n", ns.reads);
+        fprintf(f, "nobpf_idle_reads: %" PRIu64 "\n", ns.idle_reads);
+        fprintf(f, "nobpf_failed_reads: %" PRIu64 "\n", ns.failed_reads);
+    }
+    collect_print_python_stats(r->collector, f);
 }
 
 int main(int argc, char **argv)
@@ -194,7 +210,7 @@ int main(int argc, char **argv)
     enum sampler_stage stage;
     char msg[512], cmdline[1024];
     unsigned long long start_time = 0;
-    uint64_t t0, t_end = 0, next_check, interval_ns;
+    uint64_t t0, t_end = 0, next_check, interval_ns = 10000000;
     int go_fd = -1, err_fd = -1, err, ret = 1;
     bool child_running = false, target_gone = false;
     int child_status = 0;
@@ -232,7 +248,15 @@ int main(int argc, char **argv)
     if (err)
         goto oom;
     r.prof.show_threads = o.threads;
-    co = (struct collect_opts){.unwind = o.unwind, .kernel = o.kernel};
+    co = (struct collect_opts){
+        .unwind = o.unwind,
+        .kernel = o.kernel,
+        .python = !o.no_python,
+        .python_only = o.python_only || o.no_bpf,
+        .show_internal = o.show_internal,
+        .verbose = o.verbose,
+        .py = {.max_depth = COLLECT_MAX_PY, .exact_reads = o.exact_reads},
+    };
     err = collect_open(&r.collector, &co, &r.prof);
     if (err) {
         fprintf(stderr, "pyebpf-sample: cannot start the collector: %s%s\n", strerror(-err),
@@ -251,7 +275,7 @@ int main(int argc, char **argv)
         .ring_size = o.ring_size,
         .verbose = o.verbose,
     };
-    err = sampler_open(&r.sampler, &so, on_event, &r, &stage);
+    err = o.no_bpf ? 0 : sampler_open(&r.sampler, &so, on_event, &r, &stage);
     if (err) {
         fprintf(stderr, "pyebpf-sample: %s\n", sampler_strerror(stage, err, msg, sizeof(msg)));
         goto out;
@@ -267,9 +291,16 @@ int main(int argc, char **argv)
         child_running = true;
         o.pid = child;
     }
-    err = o.command ? sampler_add_pending(r.sampler, o.pid) : sampler_add_target(r.sampler, o.pid);
-    if (!err)
+    if (o.no_bpf)
+        err = nobpf_open(&r.nobpf, r.collector, o.pid, o.frequency);
+    else
+        err = o.command ? sampler_add_pending(r.sampler, o.pid) : sampler_add_target(r.sampler, o.pid);
+    if (!err && r.sampler)
         err = sampler_attach(r.sampler);
+    if (err && !r.sampler) {
+        fprintf(stderr, "pyebpf-sample: %s\n", strerror(-err));
+        goto out;
+    }
     if (err) {
         fprintf(stderr, "pyebpf-sample: %s\n",
                 sampler_strerror(sampler_failed_stage(r.sampler), err, msg, sizeof(msg)));
@@ -298,13 +329,16 @@ int main(int argc, char **argv)
         }
     }
     target_cmdline(o.pid, o.command, cmdline, sizeof(cmdline));
-    if (!o.quiet)
+    if (!o.quiet && r.sampler)
         fprintf(stderr, "pyebpf-sample: sampling PID %d (%s) at %u Hz on %u CPUs%s\n", (int)o.pid, cmdline,
                 o.frequency, sampler_ncpus(r.sampler), o.duration ? "" : "; Ctrl-C to stop");
+    else if (!o.quiet)
+        fprintf(stderr, "pyebpf-sample: sampling the Python threads of PID %d (%s) at %u Hz, no BPF%s\n",
+                (int)o.pid, cmdline, o.frequency, o.duration ? "" : "; Ctrl-C to stop");
 
     /* Drain often enough that the ring never holds more than a quarter of its size when every
      * CPU samples the target at full record size. */
-    {
+    if (r.sampler) {
         double rec = sizeof(struct sample_event) + so.stack_copy + 8;
         double per_s = rec * o.frequency * sampler_ncpus(r.sampler);
 
@@ -324,9 +358,24 @@ int main(int argc, char **argv)
         struct timespec ts = {.tv_sec = 0, .tv_nsec = interval_ns};
         uint64_t now;
 
-        nanosleep(&ts, NULL);
-        if (sampler_poll(r.sampler) < 0 && errno != EINTR)
-            break;
+        if (r.nobpf) {
+            /* Wake for the next tick, or for the next liveness check / end, whichever is first. */
+            int n = nobpf_tick(r.nobpf, t_end && t_end < next_check ? t_end : next_check);
+
+            if (n == -ENOENT) {
+                fprintf(stderr, "pyebpf-sample: PID %d is not a Python process: --no-bpf samples Python "
+                        "frames only\n", (int)o.pid);
+                break;
+            }
+            if (n < 0 && n != -EINTR) {
+                fprintf(stderr, "pyebpf-sample: %s\n", strerror(-n));
+                break;
+            }
+        } else {
+            nanosleep(&ts, NULL);
+            if (sampler_poll(r.sampler) < 0 && errno != EINTR)
+                break;
+        }
         now = now_ns();
         progress_poll(&pg, now, r.collector, r.sampler, r.collect_errors);
         if (t_end && now >= t_end)
@@ -351,9 +400,11 @@ int main(int argc, char **argv)
 
     r.stop_reason = target_gone ? "target_exited" : exiting ? "signal" : t_end ? "duration" : "error";
 
-    sampler_detach(r.sampler);
-    sampler_poll(r.sampler);
-    sampler_counters(r.sampler, &sc);
+    if (r.sampler) {
+        sampler_detach(r.sampler);
+        sampler_poll(r.sampler);
+        sampler_counters(r.sampler, &sc);
+    }
     if (!o.quiet && target_gone)
         fprintf(stderr, "pyebpf-sample: target PID %d exited\n", (int)o.pid);
 
@@ -403,7 +454,9 @@ out:
     } else if (child && !target_gone) {
         waitpid(child, &child_status, WNOHANG);
     }
-    sampler_close(r.sampler);
+    if (r.sampler)
+        sampler_close(r.sampler);
+    nobpf_close(r.nobpf);
     collect_close(r.collector);
     maps_free(&r.maps);
     profile_free(&r.prof);

@@ -1,0 +1,152 @@
+/*
+ * merge — native + Python frames of one sample (see merge.h).
+ */
+#include "merge.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *base(const char *path)
+{
+    const char *s = strrchr(path, '/');
+
+    return s ? s + 1 : path;
+}
+
+int merge_init(struct merge *m, struct profile *prof, const char *interp_path, bool show_internal)
+{
+    memset(m, 0, sizeof(*m));
+    m->prof = prof;
+    m->show_internal = show_internal;
+    m->error_frame = -1;
+    if (interp_path) {
+        strncpy(m->interp, base(interp_path), sizeof(m->interp) - 1);
+        /* "/usr/bin/python3.11 (deleted)" style suffixes never reach here: pyrt opens the file. */
+    }
+    m->ncls = 1024;
+    m->cls = calloc(m->ncls, 1);
+    return m->cls ? 0 : -ENOMEM;
+}
+
+void merge_free(struct merge *m)
+{
+    free(m->cls);
+    m->cls = NULL;
+    m->ncls = 0;
+}
+
+static enum merge_class classify(const struct merge *m, const struct frame *f)
+{
+    if (f->kind == FRAME_JIT)
+        return strncmp(f->name, "py::", 4) ? MERGE_C_OTHER : MERGE_C_TRAMPOLINE;
+    if (f->kind != FRAME_NATIVE)
+        return MERGE_C_OTHER;
+    if (!strcmp(f->name, "_PyEval_EvalFrameDefault"))
+        return MERGE_C_EVAL;
+    if (m->interp[0] && f->file && !strcmp(base(f->file), m->interp))
+        return MERGE_C_INTERNAL;
+    return MERGE_C_OTHER;
+}
+
+enum merge_class merge_classify(struct merge *m, uint32_t frame)
+{
+    if (frame >= m->ncls) {
+        uint32_t n = m->ncls;
+        uint8_t *c;
+
+        while (n <= frame)
+            n *= 2;
+        c = realloc(m->cls, n);
+        if (!c)
+            return classify(m, &m->prof->frames[frame]);
+        memset(c + m->ncls, 0, n - m->ncls);
+        m->cls = c;
+        m->ncls = n;
+    }
+    if (!m->cls[frame])
+        m->cls[frame] = (uint8_t)(classify(m, &m->prof->frames[frame]) + 1);
+    return (enum merge_class)(m->cls[frame] - 1);
+}
+
+/* Whether a native frame of class c is shown. */
+static bool keep(const struct merge *m, enum merge_class c)
+{
+    switch (c) {
+    case MERGE_C_OTHER:
+        return true;
+    case MERGE_C_INTERNAL:
+        return m->show_internal;
+    default:
+        return false;
+    }
+}
+
+#define PUT(x)                                                                                                 \
+    do {                                                                                                       \
+        if (n < max)                                                                                           \
+            out[n++] = (x);                                                                                    \
+    } while (0)
+
+int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct pystack_frame *py, size_t np,
+                uint32_t *out, size_t max, bool *error)
+{
+    size_t n = 0, evals = 0, groups = 0, outer = 0, inner = nn, i, p = 0;
+
+    *error = false;
+    if (!np) {
+        for (i = 0; i < nn; i++)
+            PUT(native[i]);
+        return (int)n;
+    }
+    for (i = 0; i < nn; i++)
+        if (merge_classify(m, native[i]) == MERGE_C_EVAL) {
+            if (!evals)
+                inner = i;
+            outer = i;
+            evals++;
+        }
+    for (i = 0; i < np; i++)
+        if (py[i].entry)
+            groups++;
+    if (!py[np - 1].entry)
+        groups++; /* truncated or broken: the root-most call is open */
+
+    if (evals != groups) {
+        *error = true;
+        m->merge_errors++;
+        for (i = 0; i < inner; i++)
+            if (keep(m, merge_classify(m, native[i])))
+                PUT(native[i]);
+        for (i = 0; i < np; i++)
+            PUT(py[i].frame);
+        if (m->error_frame < 0)
+            m->error_frame = profile_frame(m->prof, FRAME_OTHER, "[merge error]", NULL, 0);
+        if (m->error_frame < 0)
+            return (int)m->error_frame;
+        PUT((uint32_t)m->error_frame);
+        return (int)n;
+    }
+    m->merged++;
+    for (i = 0; i < nn; i++) {
+        enum merge_class c = merge_classify(m, native[i]);
+
+        if (c == MERGE_C_EVAL) {
+            for (; p < np; p++) {
+                PUT(py[p].frame);
+                if (py[p].entry) {
+                    p++;
+                    break;
+                }
+            }
+            if (m->show_internal)
+                PUT(native[i]); /* the caller of its Python frames */
+            continue;
+        }
+        if (i > outer && !m->show_internal)
+            break;
+        if (keep(m, c))
+            PUT(native[i]);
+    }
+    return (int)n;
+}
