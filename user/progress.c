@@ -11,7 +11,7 @@
 #include "collect.h"
 #include "sampler.h"
 
-#define NS_PER_S 1000000000ull
+#define NS_PER_S             1000000000ull
 #define PROGRESS_INTERVAL_NS (NS_PER_S / PROGRESS_HZ)
 
 void progress_start(struct progress *pg, FILE *f, bool quiet, uint64_t now_ns)

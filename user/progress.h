@@ -30,11 +30,11 @@ struct progress_counts {
 struct progress {
     FILE *f;
     bool on;
-    bool shown;         /* a line is on the terminal now */
-    uint64_t t0;        /* ns, CLOCK_MONOTONIC: start of sampling */
-    uint64_t last;      /* ns of the last redraw */
+    bool shown;    /* a line is on the terminal now */
+    uint64_t t0;   /* ns, CLOCK_MONOTONIC: start of sampling */
+    uint64_t last; /* ns of the last redraw */
     uint64_t last_samples;
-    double rate;        /* samples/s over the last redraw interval */
+    double rate; /* samples/s over the last redraw interval */
     unsigned redraws;
 };
 
