@@ -49,6 +49,7 @@ struct collect_stats {
     uint64_t python_frames;    /* Python frames added */
     uint64_t python_frames_in_kernel; /* frames captured in the kernel (not yet: always 0) */
     uint64_t python_read_errors;      /* pystack_read failed other than -ESRCH */
+    uint64_t python_reads_reused;     /* samples that reused the read of the record before */
     uint64_t merge_errors;     /* native eval-loop frames and Python groups disagreed */
 };
 

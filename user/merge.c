@@ -88,55 +88,78 @@ static bool keep(const struct merge *m, enum merge_class c)
             out[n++] = (x);                                                                                    \
     } while (0)
 
+/* Whether a Python read can be grouped: a frame whose code object could not be read (a frame
+ * caught while being set up) may hide an entry flag. */
+static bool py_trusted(const struct merge *m, const struct pystack_frame *py, size_t np)
+{
+    for (size_t i = 0; i < np; i++) {
+        const struct frame *f = &m->prof->frames[py[i].frame];
+
+        if (f->kind == FRAME_PYTHON && !f->file)
+            return false;
+    }
+    return true;
+}
+
 int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct pystack_frame *py, size_t np,
                 uint32_t *out, size_t max, bool *error)
 {
-    size_t n = 0, evals = 0, groups = 0, outer = 0, inner = nn, i, p = 0;
+    size_t n = 0, evals = 0, groups = 0, outer = 0, i, p = 0, skip_evals = 0, skip_groups = 0, j = 0;
 
     *error = false;
-    if (!np) {
+    for (i = 0; i < nn; i++)
+        if (merge_classify(m, native[i]) == MERGE_C_EVAL) {
+            outer = i;
+            evals++;
+        }
+    if (!np && !evals) {
+        /* Not in Python code (a C thread, start-up, shutdown): the native stack as it is. */
         for (i = 0; i < nn; i++)
             PUT(native[i]);
         return (int)n;
     }
-    for (i = 0; i < nn; i++)
-        if (merge_classify(m, native[i]) == MERGE_C_EVAL) {
-            if (!evals)
-                inner = i;
-            outer = i;
-            evals++;
-        }
+    if (!py_trusted(m, py, np))
+        np = 0;
     for (i = 0; i < np; i++)
         if (py[i].entry)
             groups++;
-    if (!py[np - 1].entry)
+    if (np && !py[np - 1].entry)
         groups++; /* truncated or broken: the root-most call is open */
 
     if (evals != groups) {
+        /* Pair from the root, where stacks last longest: the leaf-most surplus eval-loop frames
+         * become markers, the leaf-most surplus Python groups are dropped (marker as leaf). */
         *error = true;
         m->merge_errors++;
-        for (i = 0; i < inner; i++)
-            if (keep(m, merge_classify(m, native[i])))
-                PUT(native[i]);
-        for (i = 0; i < np; i++)
-            PUT(py[i].frame);
         if (m->error_frame < 0)
             m->error_frame = profile_frame(m->prof, FRAME_OTHER, "[merge error]", NULL, 0);
         if (m->error_frame < 0)
             return (int)m->error_frame;
-        PUT((uint32_t)m->error_frame);
-        return (int)n;
+        if (evals > groups) {
+            skip_evals = evals - groups;
+        } else {
+            skip_groups = groups - evals;
+            PUT((uint32_t)m->error_frame);
+            for (; p < np && skip_groups; p++)
+                if (py[p].entry)
+                    skip_groups--;
+        }
+    } else {
+        m->merged++;
     }
-    m->merged++;
     for (i = 0; i < nn; i++) {
         enum merge_class c = merge_classify(m, native[i]);
 
         if (c == MERGE_C_EVAL) {
-            for (; p < np; p++) {
-                PUT(py[p].frame);
-                if (py[p].entry) {
-                    p++;
-                    break;
+            if (j++ < skip_evals) {
+                PUT((uint32_t)m->error_frame);
+            } else {
+                for (; p < np; p++) {
+                    PUT(py[p].frame);
+                    if (py[p].entry) {
+                        p++;
+                        break;
+                    }
                 }
             }
             if (m->show_internal)

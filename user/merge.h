@@ -19,9 +19,13 @@
  *  - frames root-ward of the outermost eval-loop frame (process or thread start-up) are hidden
  *    unless show_internal;
  *  - extension, libc, JIT (non-py::) frames stay.
- * When the number of eval-loop frames and of Python eval-loop groups differ, nothing is glued:
- * the result is the native frames leaf-ward of the innermost eval-loop frame (filtered as above),
- * then every Python frame, then a root frame "[merge error]", and merge_errors counts it.
+ * Mismatch — the number of eval-loop frames and of Python groups differ (a truncated read's
+ * open root-most group counts), or the Python read holds an unreadable frame (its grouping is
+ * not trusted: it counts as no Python frames): merge_errors counts it, nothing is glued by
+ * guesswork. Frames and groups are paired from the root (the part of a stack that lasts longest
+ * between the sample and the read); each leaf-most surplus eval-loop frame becomes a
+ * "[merge error]" frame, leaf-most surplus Python groups are left out and "[merge error]" is
+ * added as the leaf. No Python frames and no eval-loop frame: the native frames as they are.
  */
 #ifndef PYEBPF_MERGE_H
 #define PYEBPF_MERGE_H

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# pyebpf-sample with Python frames, on every interpreter present (tests/py/sample_work.py):
+# the main → outer → middle → inner chain with line numbers and the share of two hot functions
+# (against the workload's own thread CPU time), 4 named worker threads under --threads, Python →
+# ctypes qsort → Python callback in that order, recursion 1000 deep, --stats reads_per_sample on a
+# steady stack, --python-only, and --no-bpf (one batched read per sample; also with every
+# capability dropped but CAP_SYS_PTRACE).
+source "$(dirname "$0")/../lib.sh"
+need_root
+S="$BUILD/pyebpf-sample"
+W="$ROOT/tests/py/sample_work.py"
+need_file "$S"
+
+PYS="deb311=/usr/bin/python3.11 311=/root/.pyenv/versions/3.11.7/bin/python3.11
+312=/root/.pyenv/versions/3.12.1/bin/python3.12 313=/root/.pyenv/versions/3.13.0/bin/python3.13
+314=$BUILD/pythons/bin/python3.14 315=$BUILD/pythons/bin/python3.15"
+
+# stat KEY FILE: the value of a "key: value" line
+stat() { sed -n "s/^$1: //p" "$2" | head -1; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 <= b + 0) }'; }
+# py_share FOLDED F1 F2: samples whose stack holds F1 / (F1 + F2)
+share() { awk -v a="$2 (" -v b="$3 (" '{ n = $NF } index($0, a) { x += n } index($0, b) { y += n }
+          END { if (x + y) printf "%.4f %d\n", x / (x + y), x + y; else print "0 0" }' "$1"; }
+
+for spec in $PYS; do
+    tag=${spec%%=*} py=${spec#*=}
+    if [ ! -x "$py" ]; then
+        skip "$tag: all checks" "$py not present (build/pythons is optional)"
+        continue
+    fi
+    ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    case $ver in 3.1[4-9]) supported=0 ;; *) supported=1 ;; esac
+    if [ $supported = 0 ]; then
+        skip "$tag: all checks" "Python $ver: its _Py_DebugOffsets layout is refused by pystack (docs/python-frames.md)"
+        continue
+    fi
+    d="$TMP/$tag"; mkdir -p "$d"
+
+    # chain and shares
+    "$S" -q -F 199 -o "$d/chain.folded" -- "$py" "$W" chain 3 > "$d/chain.out" 2> "$d/chain.err"
+    if grep -qE '(^|;)main \([^;]*:[0-9]+\);outer \([^;]*:[0-9]+\);middle \([^;]*:[0-9]+\);inner \([^;]*:[0-9]+\)' "$d/chain.folded"; then
+        pass "$tag: main;outer;middle;inner with line numbers"
+    else
+        fail "$tag: main;outer;middle;inner with line numbers" "$(head -c 400 "$d/chain.folded")"
+    fi
+    want=$(sed -n 's/^SHARE inner //p' "$d/chain.out")
+    read -r got n < <(share "$d/chain.folded" inner hot_b)
+    if awk -v a="$want" -v b="$got" -v n="$n" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(n >= 50 && d <= 0.05) }'; then
+        pass "$tag: share of inner vs hot_b $got (workload measured $want, $n samples)"
+    else
+        fail "$tag: share of inner vs hot_b" "profile $got over $n samples, workload $want"
+    fi
+
+    # --python-only: every frame is a Python frame
+    "$S" -q -F 99 --python-only -o "$d/po.folded" -- "$py" "$W" chain 2 > /dev/null 2>&1
+    bad=$(awk '{ $NF = ""; n = split($0, f, ";"); for (i = 1; i <= n; i++) { sub(/ $/, "", f[i]); if (f[i] !~ / \(.*:[0-9]+\)$/ && f[i] != "[native]") print f[i] } }' "$d/po.folded" | sort -u | head -3)
+    if [ -s "$d/po.folded" ] && [ -z "$bad" ]; then
+        pass "$tag: --python-only shows Python frames only"
+    else
+        fail "$tag: --python-only shows Python frames only" "non-Python: $bad"
+    fi
+
+    # threads
+    "$S" -q -F 199 --threads -o "$d/thr.folded" -- "$py" "$W" threads 2 > /dev/null 2> "$d/thr.err"
+    ok=1 roots=""
+    for f in work_alpha work_beta work_gamma work_delta; do
+        r=$(grep "$f (" "$d/thr.folded" | grep -o '^thread [0-9]*' | sort | uniq -c | sort -nr | awk 'NR == 1 { print $3 }')
+        [ -n "$r" ] || ok=0
+        roots="$roots $r"
+    done
+    if [ $ok = 1 ] && [ "$(echo $roots | tr ' ' '\n' | sort -u | wc -l)" = 4 ]; then
+        pass "$tag: --threads: work_alpha..delta under 4 thread roots ($roots )"
+    else
+        fail "$tag: --threads: 4 workers" "roots:$roots"
+    fi
+
+    # ctypes qsort with a Python callback
+    "$S" -q -F 199 --stats -o "$d/qs.folded" -- "$py" "$W" qsort 3 > /dev/null 2> "$d/qs.err"
+    read -r tot err ok <<< "$(awk '{ n = $NF } /compare \(/ { t += n; if (/^\[merge error\]/) e += n;
+        else if ($0 ~ /caller \([^;]*\);(.*;)?qsort(_r)?;(.*;)?compare \(/) k += n }
+        END { print t + 0, e + 0, k + 0 }' "$d/qs.folded")"
+    merged=$((tot - err))
+    if [ "$merged" -ge 10 ] && [ $((ok * 100)) -ge $((merged * 99)) ]; then
+        pass "$tag: caller;…;qsort;…;compare in $ok of $merged merged callback samples"
+    else
+        fail "$tag: caller;…;qsort;…;compare order" "$ok of $merged merged ($err merge errors)"
+    fi
+    echo "# $tag qsort: $tot samples show compare, $err of them merge errors (Python stack read at drain time, not at the sample)"
+
+    # recursion 1000
+    "$S" -q -F 99 -o "$d/deep.folded" -- "$py" "$W" deep 2 > /dev/null 2> "$d/deep.err"
+    rc=$?
+    depth=$(awk '{ c = gsub(/;rec \(/, "&"); if (c > m) m = c } END { print m + 0 }' "$d/deep.folded")
+    if [ $rc = 0 ] && [ "$depth" -ge 999 ]; then
+        pass "$tag: recursion 1000 deep: $depth rec frames in one sample"
+    else
+        fail "$tag: recursion 1000 deep" "rc $rc, deepest $depth"
+    fi
+
+    # --stats on a steady stack
+    "$S" -q -F 499 --stats -o /dev/null -- "$py" "$W" steady 3 > /dev/null 2> "$d/st.err"
+    rps=$(stat reads_per_sample "$d/st.err")
+    if le "$rps" 1.0 && [ -n "$(stat python_frames_in_kernel "$d/st.err")" ] && [ -n "$(stat merge_errors "$d/st.err")" ]; then
+        pass "$tag: --stats steady: reads_per_sample $rps <= 1.0 ($(stat samples "$d/st.err") samples)"
+    else
+        fail "$tag: --stats steady reads_per_sample" "$rps"
+    fi
+    echo "# $tag steady: collector_loop_cpu_us_per_sample $(stat collector_loop_cpu_us_per_sample "$d/st.err"), merge_errors $(stat merge_errors "$d/st.err")"
+
+    # --no-bpf
+    # attached once the stack is steady (the start-up's imports change the stack at every read)
+    "$py" "$W" steady 4 > "$d/nb.out" &
+    wpid=$!
+    for _ in $(seq 100); do grep -q READY "$d/nb.out" && break; sleep 0.05; done
+    "$S" -q -F 300 -d 2 --no-bpf --stats -o "$d/nb.folded" $wpid 2> "$d/nb.err"
+    wait $wpid
+    calls=$(stat pystack_reads_per_sample "$d/nb.err") steady=$(stat steady_samples "$d/nb.err") ns=$(stat python_samples "$d/nb.err")
+    if grep -q 'steady (' "$d/nb.folded" && le "$calls" 1.05 && [ "${ns:-0}" -ge 100 ] &&
+       awk -v s="$steady" -v n="$ns" 'BEGIN { exit !(s >= 0.97 * n) }'; then
+        pass "$tag: --no-bpf: $calls process_vm_readv per read, $steady of $ns reads in one call"
+    else
+        fail "$tag: --no-bpf one batched call per sample" "calls/read $calls steady $steady of $ns"
+    fi
+done
+
+# No BPF rights: only CAP_SYS_PTRACE left. The BPF sampler is refused, --no-bpf works.
+if command -v setpriv > /dev/null; then
+    py=/usr/bin/python3.11
+    CAPS=(setpriv --bounding-set -all,+sys_ptrace --inh-caps -all,+sys_ptrace --ambient-caps -all,+sys_ptrace --)
+    "${CAPS[@]}" "$S" -q -d 1 -o /dev/null -- "$py" "$W" steady 2 > /dev/null 2> "$TMP/cap_bpf.err"
+    rc_bpf=$?
+    "${CAPS[@]}" "$S" -q --no-bpf -F 99 -o "$TMP/cap.folded" -- "$py" "$W" steady 2 > /dev/null 2> "$TMP/cap.err"
+    rc=$?
+    if [ $rc_bpf != 0 ] && [ $rc = 0 ] && grep -q 'spin_for (' "$TMP/cap.folded"; then
+        pass "only CAP_SYS_PTRACE: BPF refused (rc $rc_bpf), --no-bpf profiles"
+    else
+        fail "only CAP_SYS_PTRACE: --no-bpf" "bpf rc $rc_bpf, no-bpf rc $rc: $(head -c 300 "$TMP/cap.err")"
+    fi
+else
+    skip "only CAP_SYS_PTRACE: --no-bpf" "needs setpriv"
+fi
