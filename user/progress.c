@@ -67,11 +67,21 @@ int progress_update(struct progress *pg, uint64_t now_ns, const struct progress_
     /* The first line waits one interval too, so a short run prints nothing at all. */
     if (!pg->redraws && now_ns - pg->t0 < PROGRESS_INTERVAL_NS)
         return 0;
-    dt = now_ns - pg->last;
-    if (dt && c->samples >= pg->last_samples)
-        pg->rate = (double)(c->samples - pg->last_samples) * NS_PER_S / (double)dt;
+    /* The oldest point kept: the start, or the redraw one second ago. */
+    uint64_t t_old = pg->hist_len < PROGRESS_HZ ? pg->t0 : pg->hist_t[0];
+    uint64_t n_old = pg->hist_len < PROGRESS_HZ ? 0 : pg->hist_n[0];
+    dt = now_ns - t_old;
+    if (dt && c->samples >= n_old)
+        pg->rate = (double)(c->samples - n_old) * NS_PER_S / (double)dt;
+    if (pg->hist_len == PROGRESS_HZ) {
+        memmove(pg->hist_t, pg->hist_t + 1, (PROGRESS_HZ - 1) * sizeof(pg->hist_t[0]));
+        memmove(pg->hist_n, pg->hist_n + 1, (PROGRESS_HZ - 1) * sizeof(pg->hist_n[0]));
+        pg->hist_len--;
+    }
+    pg->hist_t[pg->hist_len] = now_ns;
+    pg->hist_n[pg->hist_len] = c->samples;
+    pg->hist_len++;
     pg->last = now_ns;
-    pg->last_samples = c->samples;
     progress_format(line, sizeof(line), term_width(pg->f), (double)(now_ns - pg->t0) / NS_PER_S, pg->rate, c);
     fprintf(pg->f, "\r%s\033[K", line);
     fflush(pg->f);

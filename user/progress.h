@@ -33,8 +33,11 @@ struct progress {
     bool shown;    /* a line is on the terminal now */
     uint64_t t0;   /* ns, CLOCK_MONOTONIC: start of sampling */
     uint64_t last; /* ns of the last redraw */
-    uint64_t last_samples;
-    double rate; /* samples/s over the last redraw interval */
+    /* The last PROGRESS_HZ redraws (time, samples), oldest first once full: the rate shown is
+     * over the last second, steadier than over one interval at low frequencies. */
+    uint64_t hist_t[PROGRESS_HZ], hist_n[PROGRESS_HZ];
+    unsigned hist_len;
+    double rate; /* samples/s over the last second (or since the start) */
     unsigned redraws;
 };
 

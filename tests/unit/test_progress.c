@@ -112,6 +112,28 @@ static void test_redraw_rate_and_clear(void **state)
     assert_true(c->len >= 4 && !memcmp(c->buf + c->len - 4, "\r\033[K", 4));
 }
 
+/* The rate is over the last second (PROGRESS_HZ redraws), not over the last interval alone. */
+static void test_rate_over_last_second(void **state)
+{
+    struct cap *c = *state;
+    struct progress pg;
+    struct progress_counts n = {0};
+
+    progress_start(&pg, c->f, false, 0);
+    pg.on = true;
+    for (unsigned i = 1; i <= 4; i++) {
+        n.samples = 100 * i;
+        assert_int_equal(progress_update(&pg, i * 250 * MS, &n), 1);
+        assert_true(pg.rate > 399.9 && pg.rate < 400.1);
+    }
+    n.samples = 1400; /* a burst of 1000 in the last 250 ms */
+    assert_int_equal(progress_update(&pg, 1250 * MS, &n), 1);
+    assert_true(pg.rate > 1299.9 && pg.rate < 1300.1); /* (1400 - 100) over 250..1250 ms */
+    n.samples = 1500;
+    assert_int_equal(progress_update(&pg, 1500 * MS, &n), 1);
+    assert_true(pg.rate > 1299.9 && pg.rate < 1300.1); /* (1500 - 200) over 500..1500 ms */
+}
+
 static void test_quiet_and_short_runs_print_nothing(void **state)
 {
     struct cap *c = *state;
@@ -134,6 +156,7 @@ int main(void)
         cmocka_unit_test(test_format),
         cmocka_unit_test_setup_teardown(test_off_when_not_a_terminal, cap_open, cap_close),
         cmocka_unit_test_setup_teardown(test_redraw_rate_and_clear, cap_open, cap_close),
+        cmocka_unit_test_setup_teardown(test_rate_over_last_second, cap_open, cap_close),
         cmocka_unit_test_setup_teardown(test_quiet_and_short_runs_print_nothing, cap_open, cap_close),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
