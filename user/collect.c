@@ -27,6 +27,7 @@ struct target {
     struct merge merge;
     uint64_t py_first_ns, py_next_ns;
     uint64_t py_samples;
+    char py_err[256]; /* why the last attach failed */
 };
 
 struct thread {
@@ -68,6 +69,13 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static void python_note(const struct collector *c, const struct target *t)
+{
+    if (c->opts.verbose)
+        fprintf(stderr, "pyebpf-sample: PID %d: no Python frames (%s); native frames only\n", (int)t->pid,
+                t->py_err);
+}
+
 int collect_open(struct collector **out, const struct collect_opts *o, struct profile *prof)
 {
     struct collector *c = calloc(1, sizeof(*c));
@@ -105,6 +113,8 @@ void collect_close(struct collector *c)
     if (!c)
         return;
     for (size_t i = 0; i < c->ntargets; i++) {
+        if (c->targets[i].py == PY_RETRY)
+            python_note(c, &c->targets[i]); /* ended while attaching was still retried */
         proc_close(c->targets[i].proc);
         pystack_close(c->targets[i].ps);
         merge_free(&c->targets[i].merge);
@@ -155,15 +165,14 @@ static void python_attach(struct collector *c, struct target *t)
     }
     pystack_close(t->ps);
     t->ps = NULL;
+    snprintf(t->py_err, sizeof(t->py_err), "%s", err[0] ? err : strerror(-r));
     if (now - t->py_first_ns < PY_WINDOW_NS && r != -ESRCH) {
         t->py = PY_RETRY;
         t->py_next_ns = now + PY_RETRY_NS;
         return;
     }
     t->py = PY_NONE;
-    if (c->opts.verbose)
-        fprintf(stderr, "pyebpf-sample: PID %d: no Python frames (%s); native frames only\n", (int)t->pid,
-                err[0] ? err : strerror(-r));
+    python_note(c, t);
 }
 
 void collect_proc_stats(const struct collector *c, struct proc_stats *out)

@@ -34,6 +34,7 @@
 #include "target.h"
 
 #define ALIVE_CHECK_NS 100000000ull
+#define PY_DRAIN_NS    5000000ull
 
 struct run {
     struct cli_options *o;
@@ -119,6 +120,14 @@ static int on_event(void *ctx, const struct sample_event *ev, size_t len)
             r->stack_ends_fixed++;
     }
     return 0;
+}
+
+static uint64_t jitter(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
 }
 
 static double self_cpu_us(void)
@@ -212,7 +221,7 @@ int main(int argc, char **argv)
     unsigned long long start_time = 0;
     uint64_t t0, t_end = 0, next_check, interval_ns = 10000000;
     int go_fd = -1, err_fd = -1, err, ret = 1;
-    bool child_running = false, target_gone = false;
+    bool child_running = false, target_gone = false, nobpf_failed = false;
     int child_status = 0;
     pid_t child = 0;
     char state;
@@ -345,6 +354,9 @@ int main(int argc, char **argv)
         interval_ns = (uint64_t)(sampler_ring_size(r.sampler) / 4 / per_s * 1e9);
         if (interval_ns > 20000000)
             interval_ns = 20000000;
+        /* Python stacks are read at drain time (until captured in the kernel): drain sooner. */
+        if (!o.no_python && interval_ns > PY_DRAIN_NS)
+            interval_ns = PY_DRAIN_NS;
         if (interval_ns < 1000000)
             interval_ns = 1000000;
     }
@@ -354,8 +366,12 @@ int main(int argc, char **argv)
         t_end = t0 + (uint64_t)(o.duration * 1e9);
     next_check = t0 + ALIVE_CHECK_NS;
     progress_start(&pg, stderr, o.quiet, t0);
+    uint64_t rng = t0 | 1;
+
     while (!exiting) {
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = interval_ns};
+        /* Python stacks are read when records are drained: a drain period with jitter (50–150 %)
+         * keeps those reads from aliasing with a periodic workload. */
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(interval_ns / 2 + jitter(&rng) % interval_ns)};
         uint64_t now;
 
         if (r.nobpf) {
@@ -365,10 +381,12 @@ int main(int argc, char **argv)
             if (n == -ENOENT) {
                 fprintf(stderr, "pyebpf-sample: PID %d is not a Python process: --no-bpf samples Python "
                         "frames only\n", (int)o.pid);
+                nobpf_failed = true;
                 break;
             }
             if (n < 0 && n != -EINTR) {
                 fprintf(stderr, "pyebpf-sample: %s\n", strerror(-n));
+                nobpf_failed = true;
                 break;
             }
         } else {
@@ -433,7 +451,7 @@ int main(int argc, char **argv)
         print_stats(stderr, &r, duration, sc.lost, sc.matched, &sc);
     if (!o.quiet && r.prof.meta.samples == 0)
         fprintf(stderr, "pyebpf-sample: no samples (the target used no CPU while sampled)\n");
-    ret = 0;
+    ret = nobpf_failed ? 1 : 0;
     goto out;
 oom:
     fprintf(stderr, "pyebpf-sample: out of memory\n");

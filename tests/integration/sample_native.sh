@@ -147,7 +147,8 @@ check "no --children: forked processes are not sampled" \
 
 # 8. a real interpreter without frame pointers: DWARF (auto) unwinds CPython's native stack
 # from the eval loop to _start, on the pyenv build (full symbols) and on Debian's stripped
-# python3.11 (dynamic symbols; local functions print as python3.11+0xOFF)
+# python3.11 (dynamic symbols; local functions print as python3.11+0xOFF); --no-python: the
+# native stack as it is, without the Python frames merged in
 PY_LOOP='import time
 e = time.time() + 2
 def f():
@@ -156,7 +157,7 @@ def f():
 while time.time() < e: f()'
 for py in /root/.pyenv/versions/3.11.7/bin/python3.11 /usr/bin/python3.11; do
     [ -x "$py" ] || { skip "python native stack: $py" "not installed"; continue; }
-    "$S" -q -F 999 -o "$TMP/py.folded" -- "$py" -c "$PY_LOOP" 2> "$TMP/py.err"
+    "$S" -q --no-python -F 999 -o "$TMP/py.folded" -- "$py" -c "$PY_LOOP" 2> "$TMP/py.err"
     t=$(sum "$TMP/py.folded" '.')
     j=$(sum "$TMP/py.folded" '^_start;.*;Py_BytesMain;.*;PyEval_EvalCode;_PyEval_EvalFrameDefault(;|$| )')
     echo "# $py: $j of $t samples read _start;...;Py_BytesMain;...;_PyEval_EvalFrameDefault"
