@@ -374,7 +374,10 @@ static size_t unwind(struct collector *c, struct target *t, const struct sample_
     return r;
 }
 
-/* The Python frames of `tid` now, leaf first, into c->py; their number (0: none). */
+/* The Python frames of `tid` now, leaf first, into c->py; their number (0: none).
+ * In-kernel capture plugs in here: a record that carries the chain captured at the sample
+ * instant is symbolised with pystack_symbolize (counted in st.python_frames_in_kernel) instead
+ * of this read, and skips the reuse below. */
 static size_t python_frames(struct collector *c, struct target *t, uint32_t tid)
 {
     unsigned flags = 0;

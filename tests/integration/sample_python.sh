@@ -75,10 +75,11 @@ for spec in $PYS; do
     fi
 
     # ctypes qsort with a Python callback
-    "$S" -q -F 199 --stats -o "$d/qs.folded" -- "$py" "$W" qsort 3 > /dev/null 2> "$d/qs.err"
+    "$S" -q -F 499 --stats -o "$d/qs.folded" -- "$py" "$W" qsort 5 > /dev/null 2> "$d/qs.err"
     read -r tot ok <<< "$(awk '{ n = $NF } /compare \(/ { t += n;
         if ($0 ~ /caller \([^;]*\);(.*;)?qsort(_r)?;(.*;)?compare \(/) k += n } END { print t + 0, k + 0 }' "$d/qs.folded")"
     merr=$(stat merge_errors "$d/qs.err")
+    # (the misordered samples of a mismatch cannot show compare; see docs/python-frames.md)
     if [ "$tot" -ge 10 ] && [ $((ok * 100)) -ge $((tot * 99)) ]; then
         pass "$tag: caller;…;qsort;…;compare in $ok of $tot samples in the callback"
     else
@@ -97,7 +98,7 @@ for spec in $PYS; do
     fi
 
     # --stats on a steady stack
-    "$S" -q -F 499 --stats -o /dev/null -- "$py" "$W" steady 3 > /dev/null 2> "$d/st.err"
+    "$S" -q -F 999 --stats -o /dev/null -- "$py" "$W" steady 3 > /dev/null 2> "$d/st.err"
     rps=$(stat reads_per_sample "$d/st.err")
     if le "$rps" 1.0 && [ -n "$(stat python_frames_in_kernel "$d/st.err")" ] && [ -n "$(stat merge_errors "$d/st.err")" ]; then
         pass "$tag: --stats steady: reads_per_sample $rps <= 1.0 ($(stat samples "$d/st.err") samples)"
@@ -143,7 +144,7 @@ else
 fi
 
 # Not Python: native frames as before, one -v note; --no-bpf refuses it.
-"$S" -v -q -F 99 -o "$TMP/c.folded" -- sleep 4 2> "$TMP/c.err" > /dev/null
+"$S" -v -q -F 99 -o "$TMP/c.folded" -- "$BUILD/progs/callgraph" 2> "$TMP/c.err" > /dev/null
 notes=$(grep -c 'no Python frames' "$TMP/c.err")
 check "non-Python target: one -v note ($notes)" [ "$notes" = 1 ]
 "$S" -q --no-bpf -o /dev/null -- sleep 5 2> "$TMP/nb_c.err"
