@@ -71,6 +71,11 @@ TERM=xterm script -qfec "'$S' -q -o '$TMP/q.svg' -- '$PY' '$TMP/spin.py' 1" "$TM
 grep -av '^Script \(started\|done\)' "$TMP/q.log" | tr -d '\r\n' > "$TMP/q.txt"
 check "-q on a tty: nothing on the terminal" bash -c "! [ -s '$TMP/q.txt' ] && grep -q '<svg' '$TMP/q.svg'"
 
+# TERM=dumb: a terminal that cannot erase a line gets no status line (messages still come)
+TERM=dumb script -qfec "'$S' -o '$TMP/dumb.folded' -- '$PY' '$TMP/spin.py' 1" "$TMP/dumb.log" > /dev/null 2>&1
+check "TERM=dumb: no status line, summary still printed" \
+    bash -c "! grep -aq ' samples  [0-9]*/s' '$TMP/dumb.log' && ! grep -aq \$'\\e' '$TMP/dumb.log' && grep -aq 'top 10 by self time' '$TMP/dumb.log'"
+
 # stderr not a terminal: no control characters, summary still there (profile to a file)
 "$S" -o "$TMP/plain.folded" -- "$PY" "$TMP/spin.py" 1 2> "$TMP/plain.err" > /dev/null
 check "stderr not a tty: no status line" bash -c "! grep -aq \$'\\r' '$TMP/plain.err' && ! grep -aq \$'\\e' '$TMP/plain.err'"
