@@ -29,6 +29,7 @@
 #include "nobpf.h"
 #include "output.h"
 #include "profile.h"
+#include "progress.h"
 #include "sampler.h"
 #include "target.h"
 
@@ -66,49 +67,6 @@ static uint64_t now_ns(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-/* Whether `path` is written in place: a FIFO or character device (/dev/null) that is not a
- * symlink, or one of the process's own streams (/dev/stdout, /dev/fd/N, /proc/self/fd/N),
- * which are symlinks by nature. A symlink planted elsewhere is never followed. */
-static bool write_in_place(const char *path)
-{
-    struct stat st;
-
-    if (!strcmp(path, "/dev/stdout") || !strcmp(path, "/dev/stderr") || !strncmp(path, "/dev/fd/", 8) ||
-        !strncmp(path, "/proc/self/fd/", 14))
-        return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode);
-    return lstat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode));
-}
-
-/* output_write replaces files atomically (temporary file + rename), which would put a regular
- * file in the place of a device or FIFO such as /dev/null: those are written in place. */
-static int write_profile(const struct profile *p, enum output_format fmt, const char *path)
-{
-    FILE *f;
-    int err;
-
-    if (!strcmp(path, "-") || !write_in_place(path))
-        return output_write(p, fmt, path);
-    f = fopen(path, "we");
-    if (!f)
-        return -errno;
-    switch (fmt) {
-    case OUTPUT_SVG:
-        err = svg_write(p, f, NULL);
-        break;
-    case OUTPUT_SPEEDSCOPE:
-        err = speedscope_write(p, f);
-        break;
-    case OUTPUT_PPROF:
-        err = pprof_write(p, f);
-        break;
-    default:
-        err = folded_write(p, f);
-    }
-    if (fclose(f) && !err)
-        err = -errno;
-    return err;
 }
 
 /* End of the mapping that holds a new thread's stack pointer. The target's maps are cached and
@@ -277,6 +235,7 @@ int main(int argc, char **argv)
     struct collect_opts co;
     struct sampler_opts so;
     struct sampler_counters sc = {0};
+    struct progress pg;
     enum output_format fmt;
     enum sampler_stage stage;
     char msg[512], cmdline[1024];
@@ -442,6 +401,7 @@ int main(int argc, char **argv)
     if (o.duration)
         t_end = t0 + (uint64_t)(o.duration * 1e9);
     next_check = t0 + ALIVE_CHECK_NS;
+    progress_start(&pg, stderr, o.quiet, t0);
     uint64_t rng = t0 | 1;
 
     while (!exiting) {
@@ -471,6 +431,7 @@ int main(int argc, char **argv)
                 break;
         }
         now = now_ns();
+        progress_poll(&pg, now, r.collector, r.sampler, r.collect_errors);
         if (t_end && now >= t_end)
             break;
         if (now < next_check)
@@ -488,6 +449,8 @@ int main(int argc, char **argv)
         }
     }
     double duration = (now_ns() - t0) / 1e9;
+
+    progress_clear(&pg);
 
     r.stop_reason = target_gone ? "target_exited" : exiting ? "signal" : t_end ? "duration" : "error";
 
@@ -510,7 +473,7 @@ int main(int argc, char **argv)
         collect_stats(r.collector, &cs);
         r.prof.meta.samples = cs.samples;
     }
-    err = write_profile(&r.prof, fmt, o.output);
+    err = output_write(&r.prof, fmt, o.output);
     if (err) {
         fprintf(stderr, "pyebpf-sample: cannot write %s: %s\n", strcmp(o.output, "-") ? o.output : "stdout",
                 strerror(-err));

@@ -4,6 +4,7 @@
  *
  *   path                         how it is written
  *   "-", /dev/stdout, /dev/stderr   the process's stream
+ *   /dev/fd/N, /proc/self/fd/N      the process's open descriptor N (e.g. bash's >(gzip > x))
  *   missing, regular file, symlink  temporary file in the same directory, then rename() over path
  *   FIFO, socket, char device       in place (opened O_NOFOLLOW, checked again after opening)
  *   directory, block device         refused (-EISDIR, -EINVAL)
@@ -163,6 +164,47 @@ static int write_special(const struct profile *p, enum output_format fmt, const 
     return rc;
 }
 
+/* The descriptor a /dev/fd/N or /proc/self/fd/N path names, or -1. Those paths are symlinks by
+ * nature (to pipe:[...] and the like) and live where no temporary file can be made, so they are
+ * written through the descriptor the process already holds. */
+static int self_fd(const char *path)
+{
+    const char *num = NULL;
+    if (strncmp(path, "/dev/fd/", 8) == 0)
+        num = path + 8;
+    else if (strncmp(path, "/proc/self/fd/", 14) == 0)
+        num = path + 14;
+    if (!num || *num < '0' || *num > '9')
+        return -1;
+    char *end;
+    long n = strtol(num, &end, 10);
+    return *end || n > 65535 ? -1 : (int)n;
+}
+
+static int write_fd(const struct profile *p, enum output_format fmt, int fd, const struct output_opts *opts)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -errno;
+    if (S_ISDIR(st.st_mode))
+        return -EISDIR;
+    if (S_ISBLK(st.st_mode))
+        return -EINVAL;
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (copy < 0)
+        return -errno;
+    FILE *f = fdopen(copy, "w");
+    if (!f) {
+        int rc = -errno;
+        close(copy);
+        return rc;
+    }
+    int rc = write_to(p, fmt, f, opts);
+    if (fclose(f) != 0 && rc == 0)
+        rc = -errno;
+    return rc;
+}
+
 int output_write_opts(const struct profile *p, enum output_format fmt, const char *path,
                       const struct output_opts *opts)
 {
@@ -173,6 +215,8 @@ int output_write_opts(const struct profile *p, enum output_format fmt, const cha
         return write_to(p, fmt, stdout, opts);
     if (strcmp(path, "/dev/stderr") == 0)
         return write_to(p, fmt, stderr, opts);
+    if (self_fd(path) >= 0)
+        return write_fd(p, fmt, self_fd(path), opts);
     int rc = write_special(p, fmt, path, opts);
     if (rc <= 0)
         return rc;
