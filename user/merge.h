@@ -10,7 +10,8 @@
  *                           caller  main
  *
  * The rule (docs/python-frames.md, "Merging with native frames"):
- *  - each `_PyEval_EvalFrameDefault` frame is replaced by the Python frames of one eval-loop
+ *  - each eval-loop frame (`_PyEval_EvalFrameDefault`, or a `module+0xOFF` frame inside the
+ *    loop's split-off body, see pyeval.h) is replaced by the Python frames of one eval-loop
  *    call: the next Python frames up to and including the first with the entry flag;
  *  - frames in the interpreter's own module (the python executable or libpython that holds
  *    _PyRuntime) are internal and hidden, unless show_internal;
@@ -36,6 +37,7 @@
 
 #include "profile.h"
 #include "pystack.h"
+#include "pyeval.h"
 
 struct merge {
     struct profile *prof;
@@ -46,6 +48,7 @@ struct merge {
     int64_t error_frame; /* "[merge error]", interned on first use */
     uint64_t merge_errors;
     uint64_t merged;     /* samples merged without error */
+    struct pyeval_ranges eval; /* eval-loop code without a symbol (split parts), file offsets */
 };
 
 enum merge_class {
@@ -53,6 +56,8 @@ enum merge_class {
     MERGE_C_EVAL,       /* _PyEval_EvalFrameDefault */
     MERGE_C_INTERNAL,   /* interpreter module */
     MERGE_C_TRAMPOLINE, /* py:: JIT frame */
+    MERGE_C_EXECUTOR,   /* py::jit:executor (CPython's JIT): an eval-loop frame of its own unless
+                           the frame root-ward of it is the eval loop that runs it */
 };
 
 /* interp_path: the interpreter's module path (pyrt path), or NULL. */
