@@ -161,6 +161,11 @@ int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct
     if (np && !py[np - 1].entry)
         groups++; /* truncated or broken: the root-most call is open */
 
+    if (evals != groups && np && !py[np - 1].entry) {
+        /* A partial read (truncated or broken chain) has no root to pair from: untrusted. */
+        np = 0;
+        groups = 0;
+    }
     if (evals != groups) {
         /* Pair from the root, where stacks last longest: the leaf-most surplus eval-loop frames
          * become markers, the leaf-most surplus Python groups are dropped (marker as leaf). */

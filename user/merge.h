@@ -23,7 +23,8 @@
  * Mismatch — the number of eval-loop frames and of Python groups differ (a truncated read's
  * open root-most group counts), or the Python read holds an unreadable frame (its grouping is
  * not trusted: it counts as no Python frames): merge_errors counts it, nothing is glued by
- * guesswork. Frames and groups are paired from the root (the part of a stack that lasts longest
+ * guesswork; a partial read (its root-most group open) that does not match is not trusted
+ * either. Frames and groups are paired from the root (the part of a stack that lasts longest
  * between the sample and the read); each leaf-most surplus eval-loop frame becomes a
  * "[merge error]" frame, leaf-most surplus Python groups are left out and "[merge error]" is
  * added as the leaf. No Python frames and no eval-loop frame: the native frames as they are.

@@ -173,6 +173,14 @@ static void test_merge_truncated(void **st)
     assert_int_equal(merge_stack(&m, native, 3, pf, 2, out, 8, &err), 2);
     assert_false(err);
     assert_int_equal(out[0], pf[0].frame);
+    /* a partial read that does not match: not paired from the root (it has none) */
+    native[1] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
+    native[2] = native[1];
+    pf[0].entry = true;
+    assert_int_equal(merge_stack(&m, native, 3, pf, 2, out, 8, &err), 3);
+    assert_true(err);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(out[i], (uint32_t)m.error_frame);
     merge_free(&m);
     profile_free(&p);
 }
