@@ -92,7 +92,12 @@ for spec in $PYS; do
     fi
 
     # --stats on a steady stack
-    "$S" -q -F 999 --stats -o "$d/x.folded" -- "$py" "$W" steady 3 > /dev/null 2> "$d/st.err"
+    # attached once the stack is steady (start-up imports are not a steady stack)
+    "$py" "$W" steady 4 > "$d/st.out" &
+    wpid=$!
+    for _ in $(seq 100); do grep -q READY "$d/st.out" && break; sleep 0.05; done
+    "$S" -q -F 999 -d 2.5 --stats -o "$d/x.folded" $wpid 2> "$d/st.err"
+    wait $wpid
     rps=$(stat reads_per_sample "$d/st.err")
     if le "$rps" 1.0 && [ -n "$(stat python_frames_in_kernel "$d/st.err")" ] && [ -n "$(stat merge_errors "$d/st.err")" ]; then
         pass "$tag: --stats steady: reads_per_sample $rps <= 1.0 ($(stat samples "$d/st.err") samples)"
