@@ -56,6 +56,7 @@ struct collector {
     struct target *last_t;
     uint32_t last_tid;
     size_t last_np;
+    unsigned last_flags;
     uint64_t last_ns;
 };
 
@@ -378,7 +379,7 @@ static size_t unwind(struct collector *c, struct target *t, const struct sample_
  * In-kernel capture plugs in here: a record that carries the chain captured at the sample
  * instant is symbolised with pystack_symbolize (counted in st.python_frames_in_kernel) instead
  * of this read, and skips the reuse below. */
-static size_t python_frames(struct collector *c, struct target *t, uint32_t tid)
+static size_t python_frames(struct collector *c, struct target *t, uint32_t tid, unsigned *pflags)
 {
     unsigned flags = 0;
     uint64_t now;
@@ -390,13 +391,16 @@ static size_t python_frames(struct collector *c, struct target *t, uint32_t tid)
     if (c->last_t == t && c->last_tid == tid && now - c->last_ns < READ_REUSE_NS) {
         c->st.python_reads_reused++;
         n = (int)c->last_np;
+        flags = c->last_flags;
     } else {
         n = pystack_read(t->ps, (pid_t)tid, c->py, COLLECT_MAX_PY, &flags);
         c->last_t = t;
         c->last_tid = tid;
         c->last_ns = now;
         c->last_np = n > 0 ? (size_t)n : 0;
+        c->last_flags = flags;
     }
+    *pflags = flags;
     if (n < 0) {
         if (n != -ESRCH)
             c->st.python_read_errors++;
@@ -419,6 +423,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
 {
     struct target *t = target_get(c, ev->pid);
     size_t n = 0, nu, nk, np, nm;
+    unsigned pyflags = 0;
     bool fresh, merr;
     int64_t f;
     int m;
@@ -434,7 +439,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
     c->frames[n++] = (uint32_t)f;
 
     nu = unwind(c, t, ev, len);
-    np = python_frames(c, t, ev->tid);
+    np = python_frames(c, t, ev->tid, &pyflags);
     if (t->ps && c->opts.python_only) {
         for (size_t i = np; i-- > 0;)
             c->frames[n++] = c->py[i].frame;
@@ -451,8 +456,8 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
             c->native[i] = (uint32_t)f;
         }
         if (t->ps && np) {
-            m = merge_stack(&t->merge, c->native, nu, c->py, np, c->merged, COLLECT_MAX_DEPTH + COLLECT_MAX_PY + 1,
-                            &merr);
+            m = merge_stack(&t->merge, c->native, nu, c->py, np, pyflags, c->merged,
+                            COLLECT_MAX_DEPTH + COLLECT_MAX_PY + 1, &merr);
             if (m < 0)
                 return m;
             nm = (size_t)m;
@@ -509,6 +514,7 @@ int collect_python_sample(struct collector *c, pid_t pid, pid_t tid, const char 
 {
     struct target *t = target_get(c, pid);
     size_t n = 0, np;
+    unsigned pyflags = 0;
     bool fresh;
     int64_t f;
 
@@ -517,7 +523,7 @@ int collect_python_sample(struct collector *c, pid_t pid, pid_t tid, const char 
     python_attach(c, t);
     if (!t->ps)
         return -EAGAIN;
-    np = python_frames(c, t, (uint32_t)tid);
+    np = python_frames(c, t, (uint32_t)tid, &pyflags);
     if (!np)
         return 0;
     f = thread_frame(c, (uint32_t)tid, comm, &fresh);

@@ -130,14 +130,15 @@ static bool py_trusted(const struct merge *m, const struct pystack_frame *py, si
     for (size_t i = 0; i < np; i++) {
         const struct frame *f = &m->prof->frames[py[i].frame];
 
-        if (f->kind == FRAME_PYTHON && !f->file)
+        /* no code object read, or the eval loop's own shim code seen before its owner was set */
+        if (f->kind == FRAME_PYTHON && (!f->file || !strcmp(f->file, "<shim>")))
             return false;
     }
     return true;
 }
 
 int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct pystack_frame *py, size_t np,
-                uint32_t *out, size_t max, bool *error)
+                unsigned pyflags, uint32_t *out, size_t max, bool *error)
 {
     size_t n = 0, evals = 0, groups = 0, outer = 0, i, p = 0, skip_evals = 0, skip_groups = 0, j = 0;
 
@@ -153,8 +154,8 @@ int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct
             PUT(native[i]);
         return (int)n;
     }
-    if (!py_trusted(m, py, np))
-        np = 0;
+    if ((pyflags & PYSTACK_BROKEN) || !py_trusted(m, py, np))
+        np = 0; /* a chain that ended early may carry an entry flag where none belongs */
     for (i = 0; i < np; i++)
         if (py[i].entry)
             groups++;

@@ -67,9 +67,10 @@ void merge_free(struct merge *m);
 
 enum merge_class merge_classify(struct merge *m, uint32_t frame);
 
-/* native[0..nn) and py[0..np) leaf first; writes at most `max` frames leaf first into out.
+/* native[0..nn) and py[0..np) leaf first, pyflags the PYSTACK_* flags of the read (a BROKEN
+ * read is never paired); writes at most `max` frames leaf first into out.
  * Returns their number, or -ENOMEM. *error set when the sample was a mismatch. */
 int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct pystack_frame *py, size_t np,
-                uint32_t *out, size_t max, bool *error);
+                unsigned pyflags, uint32_t *out, size_t max, bool *error);
 
 #endif
