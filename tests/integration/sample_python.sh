@@ -93,6 +93,7 @@ for spec in $PYS; do
 
     # --stats on a steady stack
     # attached once the stack is steady (start-up imports are not a steady stack)
+    : > "$d/st.out"
     "$py" "$W" steady 4 > "$d/st.out" &
     wpid=$!
     for _ in $(seq 100); do grep -q READY "$d/st.out" && break; sleep 0.05; done
@@ -108,6 +109,7 @@ for spec in $PYS; do
 
     # --no-bpf
     # attached once the stack is steady (the start-up's imports change the stack at every read)
+    : > "$d/nb.out"
     "$py" "$W" steady 4 > "$d/nb.out" &
     wpid=$!
     for _ in $(seq 100); do grep -q READY "$d/nb.out" && break; sleep 0.05; done
