@@ -455,7 +455,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
                 return (int)f;
             c->native[i] = (uint32_t)f;
         }
-        if (t->ps && np) {
+        if (t->ps) {
             m = merge_stack(&t->merge, c->native, nu, c->py, np, pyflags, c->merged,
                             COLLECT_MAX_DEPTH + COLLECT_MAX_PY + 1, &merr);
             if (m < 0)
