@@ -60,6 +60,7 @@ struct collector {
     struct target *last_t;
     uint32_t last_tid;
     size_t last_np;
+    unsigned last_flags;
     uint64_t last_ns;
 };
 
@@ -398,7 +399,7 @@ int collect_set_sampler(struct collector *c, struct sampler *s)
  * st.python_frames_in_kernel); otherwise the stack is read now (pykernel then teaches the
  * kernel the thread), or a read of the same thread a moment ago is reused. */
 static size_t python_frames(struct collector *c, struct target *t, uint32_t tid, const struct sample_event *ev,
-                            size_t len)
+                            size_t len, unsigned *pflags)
 {
     unsigned flags = 0;
     bool in_kernel = false;
@@ -418,6 +419,7 @@ static size_t python_frames(struct collector *c, struct target *t, uint32_t tid,
     if (c->last_t == t && c->last_tid == tid && now - c->last_ns < READ_REUSE_NS) {
         c->st.python_reads_reused++;
         n = (int)c->last_np;
+        flags = c->last_flags;
     } else {
         if (ev && c->pk)
             n = pykernel_frames(c->pk, t->ps, ev, len, c->py, COLLECT_MAX_PY, &flags, &in_kernel);
@@ -427,8 +429,10 @@ static size_t python_frames(struct collector *c, struct target *t, uint32_t tid,
         c->last_tid = tid;
         c->last_ns = now;
         c->last_np = n > 0 ? (size_t)n : 0;
+        c->last_flags = flags;
     }
 done:
+    *pflags = flags;
     if (n < 0) {
         if (n != -ESRCH)
             c->st.python_read_errors++;
@@ -455,6 +459,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
 {
     struct target *t = target_get(c, ev->pid);
     size_t n = 0, nu, nk, np, nm;
+    unsigned pyflags = 0;
     bool fresh, merr;
     int64_t f;
     int m;
@@ -473,7 +478,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
     nu = unwind(c, t, ev, len);
     if (t->ps && c->opts.python_only)
         c->truncated = false; /* native frames are not shown */
-    np = python_frames(c, t, ev->tid, ev, len);
+    np = python_frames(c, t, ev->tid, ev, len, &pyflags);
     if (c->truncated) {
         /* The root side of the stack is missing (native or Python depth limit): say so,
          * rather than let the cut stack pose as a root of its own. */
@@ -497,9 +502,9 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
                 return (int)f;
             c->native[i] = (uint32_t)f;
         }
-        if (t->ps && np) {
-            m = merge_stack(&t->merge, c->native, nu, c->py, np, c->merged, COLLECT_MAX_DEPTH + COLLECT_MAX_PY + 1,
-                            &merr);
+        if (t->ps) {
+            m = merge_stack(&t->merge, c->native, nu, c->py, np, pyflags, c->merged,
+                            COLLECT_MAX_DEPTH + COLLECT_MAX_PY + 1, &merr);
             if (m < 0)
                 return m;
             nm = (size_t)m;
@@ -556,6 +561,7 @@ int collect_python_sample(struct collector *c, pid_t pid, pid_t tid, const char 
 {
     struct target *t = target_get(c, pid);
     size_t n = 0, np;
+    unsigned pyflags = 0;
     bool fresh;
     int64_t f;
 
@@ -565,7 +571,7 @@ int collect_python_sample(struct collector *c, pid_t pid, pid_t tid, const char 
     if (!t->ps)
         return -EAGAIN;
     c->truncated = false;
-    np = python_frames(c, t, (uint32_t)tid, NULL, 0);
+    np = python_frames(c, t, (uint32_t)tid, NULL, 0, &pyflags);
     if (!np)
         return 0;
     f = thread_frame(c, (uint32_t)tid, comm, &fresh);

@@ -24,6 +24,8 @@ int merge_init(struct merge *m, struct profile *prof, const char *interp_path, b
         strncpy(m->interp, base(interp_path), sizeof(m->interp) - 1);
         /* "/usr/bin/python3.11 (deleted)" style suffixes never reach here: pyrt opens the file. */
     }
+    if (interp_path)
+        pyeval_find(interp_path, &m->eval); /* none found: the symbol name alone */
     m->ncls = 1024;
     m->cls = calloc(m->ncls, 1);
     return m->cls ? 0 : -ENOMEM;
@@ -36,16 +38,37 @@ void merge_free(struct merge *m)
     m->ncls = 0;
 }
 
+/* Whether an unnamed interpreter frame "interp+0xOFF" lies in the eval loop's code. */
+static bool in_eval(const struct merge *m, const char *name)
+{
+    size_t len = strlen(m->interp);
+    unsigned long long off;
+    char *end;
+
+    if (!m->eval.n || strncmp(name, m->interp, len) || strncmp(name + len, "+0x", 3))
+        return false;
+    off = strtoull(name + len + 3, &end, 16);
+    if (*end)
+        return false;
+    for (size_t i = 0; i < m->eval.n; i++)
+        if (off >= m->eval.start[i] && off < m->eval.end[i])
+            return true;
+    return false;
+}
+
 static enum merge_class classify(const struct merge *m, const struct frame *f)
 {
-    if (f->kind == FRAME_JIT)
+    if (f->kind == FRAME_JIT) {
+        if (!strncmp(f->name, "py::jit:", 8))
+            return MERGE_C_EXECUTOR;
         return strncmp(f->name, "py::", 4) ? MERGE_C_OTHER : MERGE_C_TRAMPOLINE;
+    }
     if (f->kind != FRAME_NATIVE)
         return MERGE_C_OTHER;
     if (!strcmp(f->name, "_PyEval_EvalFrameDefault"))
         return MERGE_C_EVAL;
     if (m->interp[0] && f->file && !strcmp(base(f->file), m->interp))
-        return MERGE_C_INTERNAL;
+        return in_eval(m, f->name) ? MERGE_C_EVAL : MERGE_C_INTERNAL;
     return MERGE_C_OTHER;
 }
 
@@ -67,6 +90,18 @@ enum merge_class merge_classify(struct merge *m, uint32_t frame)
     if (!m->cls[frame])
         m->cls[frame] = (uint8_t)(classify(m, &m->prof->frames[frame]) + 1);
     return (enum merge_class)(m->cls[frame] - 1);
+}
+
+/* The class of native[i] in this stack: a JIT executor run by the eval-loop frame right
+ * root-ward of it is part of that eval-loop run (hidden like an internal frame); otherwise it is
+ * an eval-loop frame itself. */
+static enum merge_class class_at(struct merge *m, const uint32_t *native, size_t nn, size_t i)
+{
+    enum merge_class c = merge_classify(m, native[i]);
+
+    if (c != MERGE_C_EXECUTOR)
+        return c;
+    return i + 1 < nn && merge_classify(m, native[i + 1]) == MERGE_C_EVAL ? MERGE_C_INTERNAL : MERGE_C_EVAL;
 }
 
 /* Whether a native frame of class c is shown. */
@@ -95,20 +130,21 @@ static bool py_trusted(const struct merge *m, const struct pystack_frame *py, si
     for (size_t i = 0; i < np; i++) {
         const struct frame *f = &m->prof->frames[py[i].frame];
 
-        if (f->kind == FRAME_PYTHON && !f->file)
+        /* no code object read, or the eval loop's own shim code seen before its owner was set */
+        if (f->kind == FRAME_PYTHON && (!f->file || !strcmp(f->file, "<shim>")))
             return false;
     }
     return true;
 }
 
 int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct pystack_frame *py, size_t np,
-                uint32_t *out, size_t max, bool *error)
+                unsigned pyflags, uint32_t *out, size_t max, bool *error)
 {
     size_t n = 0, evals = 0, groups = 0, outer = 0, i, p = 0, skip_evals = 0, skip_groups = 0, j = 0;
 
     *error = false;
     for (i = 0; i < nn; i++)
-        if (merge_classify(m, native[i]) == MERGE_C_EVAL) {
+        if (class_at(m, native, nn, i) == MERGE_C_EVAL) {
             outer = i;
             evals++;
         }
@@ -118,14 +154,19 @@ int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct
             PUT(native[i]);
         return (int)n;
     }
-    if (!py_trusted(m, py, np))
-        np = 0;
+    if ((pyflags & PYSTACK_BROKEN) || !py_trusted(m, py, np))
+        np = 0; /* a chain that ended early may carry an entry flag where none belongs */
     for (i = 0; i < np; i++)
         if (py[i].entry)
             groups++;
     if (np && !py[np - 1].entry)
         groups++; /* truncated or broken: the root-most call is open */
 
+    if (evals != groups && np && !py[np - 1].entry) {
+        /* A partial read (truncated or broken chain) has no root to pair from: untrusted. */
+        np = 0;
+        groups = 0;
+    }
     if (evals != groups) {
         /* Pair from the root, where stacks last longest: the leaf-most surplus eval-loop frames
          * become markers, the leaf-most surplus Python groups are dropped (marker as leaf). */
@@ -148,7 +189,7 @@ int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct
         m->merged++;
     }
     for (i = 0; i < nn; i++) {
-        enum merge_class c = merge_classify(m, native[i]);
+        enum merge_class c = class_at(m, native, nn, i);
 
         if (c == MERGE_C_EVAL) {
             if (j++ < skip_evals) {

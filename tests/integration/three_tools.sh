@@ -35,7 +35,7 @@ for spec in 3.11=/root/.pyenv/versions/3.11.7/bin/python3.11 3.12=/root/.pyenv/v
     PYTHONPATH="$BUILD/python$v" "$py" -m pyebpf_jit --gdb --jitdump --jitdump-dir "$d" "$TMP/work.py" 6 > "$d/out" 2> "$d/err" &
     tpid=$!
     for _ in $(seq 200); do grep -q READY "$d/out" && break; sleep 0.05; done
-    "$S" -q -F 199 --stats -o "$d/prof.folded" $tpid 2> "$d/stats" &
+    "$S" -q -v -F 199 --stats -o "$d/prof.folded" $tpid 2> "$d/stats" &
     spid=$!
     sleep 1.5
     timeout 60 gdb -p $tpid -batch -ex bt > "$d/gdb" 2>&1
@@ -59,6 +59,6 @@ for spec in 3.11=/root/.pyenv/versions/3.11.7/bin/python3.11 3.12=/root/.pyenv/v
     if grep -qE 'driver \([^;]*\);hot_a \(' "$d/prof.folded" && ! grep -q 'py::' "$d/prof.folded" && [ "$twice" = 0 ]; then
         pass "$v: driver;hot_a once each per stack, no py:: frames left"
     else
-        fail "$v: Python functions once each" "$twice stacks with a repeat; $(grep -m1 'py::' "$d/prof.folded" | head -c 300)"
+        fail "$v: Python functions once each" "$twice stacks with a repeat; $(grep -c 'py::' "$d/prof.folded") stacks with py::, e.g. $(grep -m1 'py::' "$d/prof.folded" | head -c 300); $(grep 'pyebpf-sample: PID' "$d/stats")"
     fi
 done

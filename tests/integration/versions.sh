@@ -147,7 +147,7 @@ SAMPLE="$BUILD/pyebpf-sample"
 py=${PYS[${#PYS[@]} - 1]}
 if [ -x "$SAMPLE" ]; then
     start "$py" "$TMP/s.out" "$ROOT/tests/py/nested.py" spin
-    if "$SAMPLE" -q -d 1 -F 499 "$pid" > "$TMP/s.folded" 2> "$TMP/s.err" && [ -s "$TMP/s.folded" ]; then
+    if "$SAMPLE" -q --no-python -d 1 -F 499 "$pid" > "$TMP/s.folded" 2> "$TMP/s.err" && [ -s "$TMP/s.folded" ]; then
         total=$(awk '{s += $NF} END {print s + 0}' "$TMP/s.folded")
         inpy=$(awk '/Py_RunMain|PyEval_EvalCode|_PyEval_EvalFrameDefault|Py_BytesMain/ {s += $NF} END {print s + 0}' "$TMP/s.folded")
         if [ "$total" -gt 0 ] && [ $((inpy * 100)) -ge $((total * 90)) ]; then
@@ -164,7 +164,7 @@ if [ -x "$SAMPLE" ]; then
     if [ "$(basename "$py")" = python3.15 ]; then
         PYTHON_JIT=1 start "$py" "$TMP/j.out" "$ROOT/tests/py/jit_hot.py"
         if grep -q "READY jit=True" "$TMP/j.out" &&
-            "$SAMPLE" -q -d 2 -F 499 --stats "$pid" > "$TMP/j.folded" 2> "$TMP/j.err"; then
+            "$SAMPLE" -q --no-python -d 2 -F 499 --stats "$pid" > "$TMP/j.folded" 2> "$TMP/j.err"; then
             read -r total jit unk < <(awk '{t += $NF} /py::jit:executor/ {j += $NF} /\[unknown\]/ {u += $NF}
                 END {print t + 0, j + 0, u + 0}' "$TMP/j.folded")
             if [ "$total" -gt 0 ] && [ $((jit * 100)) -ge $((total * 90)) ] && [ $((unk * 100)) -le $((total * 5)) ]; then
@@ -174,6 +174,17 @@ if [ -x "$SAMPLE" ]; then
             fi
         else
             fail "pyebpf-sample PYTHON_JIT=1 python3.15" "$(head -c 300 "$TMP/j.out" "$TMP/j.err" 2> /dev/null)"
+        fi
+        # Python frames merged: each py::jit:executor frame replaced by the Python frames it runs.
+        if "$SAMPLE" -q -d 2 -F 499 --stats "$pid" > "$TMP/jm.folded" 2> "$TMP/jm.err"; then
+            read -r total hot < <(awk '{t += $NF} /hot_inner \(|hot_outer \(/ {h += $NF} END {print t + 0, h + 0}' "$TMP/jm.folded")
+            if [ "$total" -ge 100 ] && [ $((hot * 100)) -ge $((total * 95)) ]; then
+                pass "pyebpf-sample PYTHON_JIT=1 python3.15 merged: $hot of $total samples in hot_outer/hot_inner ($(grep merge_errors "$TMP/jm.err"))"
+            else
+                fail "pyebpf-sample PYTHON_JIT=1 python3.15 merged" "$hot of $total in hot_outer/hot_inner; $(grep merge_errors "$TMP/jm.err")"
+            fi
+        else
+            fail "pyebpf-sample PYTHON_JIT=1 python3.15 merged" "$(head -c 300 "$TMP/jm.err")"
         fi
         stop_all
     fi

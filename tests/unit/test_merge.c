@@ -83,7 +83,7 @@ static void run(bool show_internal, size_t leaf_at, bool with_compare, bool unre
         pf[np++] = (struct pystack_frame){(uint32_t)profile_frame(&p, FRAME_PYTHON, "<unreadable>", NULL, 0), false};
     pf[np++] = py(&p, "caller", 7, false);
     pf[np++] = py(&p, "main", 9, true);
-    n = merge_stack(&m, native + leaf_at, nn - leaf_at, pf, np, out, 64, &err);
+    n = merge_stack(&m, native + leaf_at, nn - leaf_at, pf, np, 0, out, 64, &err);
     assert_true(n > 0);
     text(&p, out, n, buf, sizeof(buf));
     assert_string_equal(buf, want);
@@ -137,7 +137,7 @@ static void test_merge_no_python(void **st)
     assert_int_equal(merge_init(&m, &p, LIB, false), 0);
     native[0] = nat(&p, "PyObject_Malloc", LIB);
     native[1] = nat(&p, "main", "/usr/bin/x");
-    assert_int_equal(merge_stack(&m, native, 2, NULL, 0, out, 4, &err), 2);
+    assert_int_equal(merge_stack(&m, native, 2, NULL, 0, 0, out, 4, &err), 2);
     assert_false(err);
     assert_int_equal(out[0], native[0]);
     assert_int_equal(merge_classify(&m, native[0]), MERGE_C_INTERNAL);
@@ -146,7 +146,7 @@ static void test_merge_no_python(void **st)
     native[0] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
     assert_int_equal(merge_classify(&m, native[0]), MERGE_C_EVAL);
     /* the eval-loop frame becomes the marker; root-ward of it is start-up, hidden */
-    assert_int_equal(merge_stack(&m, native, 2, NULL, 0, out, 4, &err), 1);
+    assert_int_equal(merge_stack(&m, native, 2, NULL, 0, 0, out, 4, &err), 1);
     assert_true(err);
     assert_int_equal(out[0], (uint32_t)m.error_frame);
     assert_int_equal(m.merge_errors, 1);
@@ -170,9 +170,22 @@ static void test_merge_truncated(void **st)
     native[2] = nat(&p, "_start", "/usr/bin/python3");
     pf[0] = py(&p, "rec", 2, false);
     pf[1] = py(&p, "rec", 2, false); /* depth cap: the root-most group is open */
-    assert_int_equal(merge_stack(&m, native, 3, pf, 2, out, 8, &err), 2);
+    assert_int_equal(merge_stack(&m, native, 3, pf, 2, 0, out, 8, &err), 2);
     assert_false(err);
     assert_int_equal(out[0], pf[0].frame);
+    /* a partial read that does not match: not paired from the root (it has none) */
+    native[1] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
+    native[2] = native[1];
+    pf[0].entry = true;
+    assert_int_equal(merge_stack(&m, native, 3, pf, 2, 0, out, 8, &err), 3);
+    assert_true(err);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(out[i], (uint32_t)m.error_frame);
+    /* a chain that ended early (broken) is never paired, even when the counts agree */
+    pf[0].entry = false;
+    assert_int_equal(merge_stack(&m, native, 2, pf, 2, PYSTACK_BROKEN, out, 8, &err), 2);
+    assert_true(err);
+    assert_int_equal(out[0], (uint32_t)m.error_frame);
     merge_free(&m);
     profile_free(&p);
 }
