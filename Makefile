@@ -108,6 +108,7 @@ $(BUILD)/progs/%-nofp: tests/progs/%.c $(BUILD)/libpyjit.a
 all: $(UNIT_BINS) $(PROG_BINS)
 
 test: all
+	@if [ "$(BUILD)" != build ] && [ -d build/pythons ]; then ln -sfn ../pythons $(BUILD)/pythons; fi
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run $(TESTS)
 check: test
 
