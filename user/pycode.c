@@ -216,11 +216,14 @@ void pycode_begin(struct pycode *c, uint64_t now_ns)
     c->now_ns = now_ns;
 }
 
-/* Validated in this sample, or recently enough under the trust window. */
+/* Validated in this sample, or recently enough under the trust window. A bad verdict is never
+ * trusted beyond its sample: the address of a code object freed (or caught half set up) is soon
+ * that of a new one (imports free module bodies and allocate the next), which would otherwise
+ * read as <unreadable> for the whole window. */
 static bool fresh(const struct pycode *c, const struct code_entry *e)
 {
-    return e->checked == c->sample || (c->trust_ns && e->checked && c->now_ns - e->checked_ns < c->trust_ns &&
-                                       e->checked_ns > c->distrust_ns);
+    return e->checked == c->sample || (c->trust_ns && e->checked && !e->bad &&
+                                       c->now_ns - e->checked_ns < c->trust_ns && e->checked_ns > c->distrust_ns);
 }
 
 void pycode_distrust(struct pycode *c, uint64_t now_ns)
@@ -422,10 +425,16 @@ static void fetch(struct pycode *c, struct code_entry **todo, size_t n)
         if (bufs[3 * i + 2] && segs[3 * i + 2].ok &&
             linetable_decode(&e->lt, bufs[3 * i + 2], plans[3 * i + 2].len, e->firstlineno) != 0)
             c->st->errors++;
+        /* The header was read as a code object, its strings were refused (absurd or freed): the
+         * frame is named PYSTACK_REFUSED, with that as its file too when the file is refused, so
+         * it never passes for "no code object read" (bare <unreadable>, whose chain the merge
+         * and the in-kernel path distrust) and its refusal shows in every mode. */
         if (!e->qualname || !e->filename) {
             c->st->errors++;
             if (!e->qualname)
-                e->qualname = strdup("<unreadable>");
+                e->qualname = strdup(PYSTACK_REFUSED);
+            if (!e->filename)
+                e->filename = strdup(PYSTACK_REFUSED);
         }
         e->id = c->next_id++;
         e->state = CODE_FILLED;

@@ -258,7 +258,8 @@ static void teach(struct pykernel *pk, struct pystack *ps, const struct sample_e
     }
 }
 
-/* Every frame named, with a file and a line. */
+/* Every frame named, with a file and a line; or refused by name (its code object read now as one,
+ * its strings absurd): a remote read would only put another instant's chain in its place. */
 static bool frames_sound(const struct pykernel *pk, const struct pystack_frame *f, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -267,6 +268,8 @@ static bool frames_sound(const struct pykernel *pk, const struct pystack_frame *
         if (f[i].frame >= pk->prof->nframes)
             return false;
         pf = &pk->prof->frames[f[i].frame];
+        if (pf->file && (!strcmp(pf->file, PYSTACK_REFUSED) || (pf->name && !strcmp(pf->name, PYSTACK_REFUSED))))
+            continue;
         if (!pf->file || !pf->line)
             return false;
     }

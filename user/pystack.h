@@ -62,6 +62,11 @@ struct pystack_frame {
 };
 
 /* pystack_read *flags */
+/* Name, and file when that is refused too, of a frame whose code object was read as one but whose
+ * strings were refused (a forged length, a NUL inside it, a freed str): a result of reading the
+ * object, not a frame caught while being set up (that one is named "<unreadable>" with no file). */
+#define PYSTACK_REFUSED "<unreadable>"
+
 #define PYSTACK_TRUNCATED 0x1u /* depth cap reached; the root side is missing */
 #define PYSTACK_BROKEN    0x2u /* chain ended early: unreadable or invalid frame, loop, budget */
 #define PYSTACK_PREDICTED 0x4u /* the whole chain came from the one predicted read */
