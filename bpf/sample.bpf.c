@@ -246,7 +246,8 @@ static __always_inline __u8 win_u8(const struct py_scratch *sc, __u32 at, __u32 
 }
 
 /*
- * One frame per call (bpf_loop): find its slice, keep (code, instr, owner), go to previous.
+ * One frame per call (bpf_loop): find its slice, keep (code, instr, owner + entry as the
+ * record's 3-bit tag, sample.h), go to previous.
  * 3.11+ push frames on a per-thread data stack that grows upwards, so a caller usually lies just
  * below its callee: one read of the PY_WINDOW bytes that end at a frame's slice serves the next
  * frames too. When that read fails (the window would start below the mapping), only the slice
@@ -256,7 +257,7 @@ static long py_step(__u64 i, struct py_walk *w)
 {
     __u32 len = w->L.f_len, at;
     struct py_scratch *sc = w->sc;
-    __u64 code, instr, a;
+    __u64 code, instr, a, tag;
     __u8 owner, entry = 0;
 
     if (!w->addr)
@@ -295,18 +296,21 @@ static long py_step(__u64 i, struct py_walk *w)
         }
     }
     at = w->wbase ? (__u32)(a - w->wbase) : 0;
-    code = win_u64(sc, at, w->L.f_code);
+    /* 3.14+ keep f_executable as a tagged stack reference: clear the tag first. */
+    code = win_u64(sc, at, w->L.f_code) & ~(__u64)(w->L.code_tag & SAMPLE_PY_TAG_MASK);
     instr = win_u64(sc, at, w->L.f_instr);
     owner = win_u8(sc, at, w->L.f_owner);
     if (w->L.f_is_entry != SAMPLE_PY_NONE)
         entry = win_u8(sc, at, w->L.f_is_entry) ? 1 : 0;
-    /* Not a frame: an owner out of range, a missing or misaligned code object (a shim, owner 3,
-     * may have none). */
-    if (owner > w->L.max_owner || (code & 7) || (owner < 3 && !code)) {
+    /* Not a frame: an owner out of range, a missing or misaligned code object (a shim, owner 3
+     * or 4, may have none). An entry flag is only kept for owners 0..2 (3.11). */
+    if (owner > w->L.max_owner || owner > SAMPLE_PY_OWNER_MAX || (code & 7) || (owner < 3 && !code) ||
+        (entry && owner > 2)) {
         w->flags |= SAMPLE_PY_BROKEN;
         return 1;
     }
-    sc->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].code = code | owner | ((__u64)entry << 2);
+    tag = entry ? SAMPLE_PY_TAG_ENTRY + owner : owner;
+    sc->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].code = code | tag;
     sc->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].instr = instr;
     w->n++;
     w->addr = win_u64(sc, at, w->L.f_previous);

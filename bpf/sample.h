@@ -21,10 +21,11 @@
  *
  * One Python frame (struct sample_pyframe, 16 bytes):
  *
- *   0   8   code | owner | is_entry<<2: PyCodeObject address (8-byte aligned, so its low
- *           three bits are free) with _PyInterpreterFrame.owner in bits 0-1 and the 3.11
- *           is_entry flag in bit 2
- *   8   8   instr: prev_instr (3.11, 3.12) or instr_ptr (3.13)
+ *   0   8   code | tag: PyCodeObject address (8-byte aligned once 3.14+'s stack-reference tag
+ *           bits are cleared, so its low three bits are free) with a 3-bit tag:
+ *             tag 0..4  _PyInterpreterFrame.owner (3.14 uses 0..4, 3.12/3.13/3.15 0..3)
+ *             tag 5..7  a 3.11 frame with is_entry set, owner = tag - 5 (3.11 owners are 0..2)
+ *   8   8   instr: prev_instr (3.11, 3.12) or instr_ptr (3.13+)
  *
  * The record is reserved at its largest size (header + configured copy size + configured
  * Python frames); user space reads only the lengths given. Readers use
@@ -106,13 +107,14 @@ struct sample_event {
 };
 
 struct sample_pyframe {
-    __u64 code; /* code address | owner | is_entry << 2 */
+    __u64 code; /* code address | tag (see the diagram above) */
     __u64 instr;
 };
 
-#define SAMPLE_PY_OWNER_MASK 3ull
-#define SAMPLE_PY_ENTRY_BIT  4ull
-#define SAMPLE_PY_CODE_MASK  (~7ull)
+#define SAMPLE_PY_TAG_MASK  7ull
+#define SAMPLE_PY_CODE_MASK (~7ull)
+#define SAMPLE_PY_OWNER_MAX 4 /* highest owner any version uses (3.14: the C-stack shim) */
+#define SAMPLE_PY_TAG_ENTRY 5 /* tags from here on: 3.11 entry frame, owner = tag - 5 */
 
 /*
  * Where the reader finds a process's Python state (map "py_layouts", tgid -> this); filled by
@@ -121,7 +123,9 @@ struct sample_pyframe {
  *   thread state slice [ts_lo, ts_lo + ts_len) of the object holds native_thread_id and
  *     cframe (3.11, 3.12: then one 8-byte read of cframe + cf_current_frame) or current_frame
  *     (3.13 and later: ts_cframe == SAMPLE_PY_NONE)
- *   frame slice [f_lo, f_lo + f_len) holds code, previous, instr, owner and is_entry
+ *   frame slice [f_lo, f_lo + f_len) holds code, previous, instr, owner and is_entry; the
+ *     code word is and-ed with ~code_tag before it is checked (8-byte aligned, non-zero below
+ *     owner 3)
  *
  * Field offsets are bytes from the start of their slice (cf_current_frame: of the _PyCFrame);
  * slices are at most SAMPLE_PY_SLICE_MAX bytes and 8-byte fields lie 8-byte aligned in them.
@@ -132,8 +136,10 @@ struct sample_pylayout {
     __u16 f_lo, f_len;
     __u16 f_code, f_previous, f_instr, f_owner;
     __u16 f_is_entry; /* SAMPLE_PY_NONE: none (3.12+) */
-    __u8 max_owner;   /* owners above this are not frames (2 for 3.11, 3 later) */
-    __u8 pad;
+    __u8 max_owner;   /* owners above this are not frames: 2 (3.11), 3 (3.12, 3.13, 3.15),
+                         4 (3.14); never above SAMPLE_PY_OWNER_MAX */
+    __u8 code_tag;    /* low bits of the code word to clear first: 0, or 3 for 3.14+'s tagged
+                         _PyStackRef f_executable; never above 7 */
 };
 
 #define SAMPLE_PY_NONE 0xffff
@@ -141,6 +147,8 @@ struct sample_pylayout {
 #define SAMPLE_HDR_SIZE 2168
 _Static_assert(sizeof(struct sample_pyframe) == 16, "sample_pyframe layout");
 _Static_assert(sizeof(struct sample_pylayout) == 28, "sample_pylayout layout");
+_Static_assert(SAMPLE_PY_OWNER_MAX < SAMPLE_PY_TAG_ENTRY && SAMPLE_PY_TAG_ENTRY + 2 <= SAMPLE_PY_TAG_MASK,
+               "every owner and every 3.11 entry frame has its own tag");
 _Static_assert(sizeof(struct sample_regs) == 72, "sample_regs layout");
 _Static_assert(sizeof(struct sample_event) == SAMPLE_HDR_SIZE, "sample_event layout");
 

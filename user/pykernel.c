@@ -91,8 +91,15 @@ int pykernel_layout(const struct pyrt_layout *in, struct sample_pylayout *out)
     rc |= rel8(in->f_instr, fr.lo, &out->f_instr);
     out->f_owner = (uint16_t)(in->f_owner - fr.lo);
     out->f_is_entry = in->f_is_entry >= 0 ? (uint16_t)((uint32_t)in->f_is_entry - fr.lo) : SAMPLE_PY_NONE;
-    /* 3.11 owners are 0..2; 3.12 and 3.13 add 3, the C-stack shim. */
-    out->max_owner = in->major == 3 && in->minor < 12 ? 2 : 3;
+    /* Owners: 0..2 (3.11), 0..3 (3.12, 3.13, 3.15), 0..4 (3.14); the record's tag holds up
+     * to SAMPLE_PY_OWNER_MAX, and an entry flag only beside owners 0..2 (sample.h). */
+    out->max_owner = in->f_owner_max;
+    if (in->f_owner_max > SAMPLE_PY_OWNER_MAX || (in->f_is_entry >= 0 && in->f_owner_max > 2))
+        rc = -1;
+    /* f_executable's tag (3.14+: the low 2 bits) must leave the 8-byte alignment checked. */
+    out->code_tag = (uint8_t)(~in->f_code_mask & SAMPLE_PY_TAG_MASK);
+    if (~in->f_code_mask & ~SAMPLE_PY_TAG_MASK)
+        rc = -1;
     return rc ? -ENOTSUP : 0;
 }
 
@@ -117,12 +124,14 @@ int pykernel_decode(const struct sample_event *ev, size_t len, struct pystack_ra
     p = (const uint8_t *)ev + off;
     for (size_t i = 0; i < n; i++) {
         struct sample_pyframe f;
+        uint8_t tag;
 
         memcpy(&f, p + i * sizeof(f), sizeof(f)); /* 8-aligned, but the record is bytes */
+        tag = (uint8_t)(f.code & SAMPLE_PY_TAG_MASK);
         out[i].code = f.code & SAMPLE_PY_CODE_MASK;
         out[i].instr = f.instr;
-        out[i].owner = (uint8_t)(f.code & SAMPLE_PY_OWNER_MASK);
-        out[i].is_entry = (f.code & SAMPLE_PY_ENTRY_BIT) ? 1 : 0;
+        out[i].is_entry = tag >= SAMPLE_PY_TAG_ENTRY;
+        out[i].owner = (uint8_t)(tag >= SAMPLE_PY_TAG_ENTRY ? tag - SAMPLE_PY_TAG_ENTRY : tag);
     }
     return (int)n;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # In-kernel Python frames: on a steady CPU-bound workload (Debian 3.11, pyenv 3.11.7, 3.12.1,
-# 3.13.0) the BPF program delivers the frame chains, user space only names code objects
-# (remote reads per sample near 0), and the folded stacks equal those of the remote path
-# (--no-bpf). Deep recursion: 1000 frames whole, beyond the 1024-frame cap flagged as cut.
+# 3.13.0, and 3.14 / 3.15 from build/pythons when fetched) the BPF program delivers the frame
+# chains, user space only names code objects (remote reads per sample near 0), and the folded
+# stacks equal those of the remote path (--no-bpf). Deep recursion: 1000 frames whole, beyond the 1024-frame cap flagged as cut.
 # Prints the in-kernel time per sample at several depths.
 source "$(dirname "$0")/../lib.sh"
 need_root
@@ -95,6 +95,14 @@ steady debian-3.11 /usr/bin/python3.11
 steady pyenv-3.11.7 /root/.pyenv/versions/3.11.7/bin/python3.11
 steady pyenv-3.12.1 /root/.pyenv/versions/3.12.1/bin/python3.12
 steady pyenv-3.13.0 /root/.pyenv/versions/3.13.0/bin/python3.13
+# 3.14 (tagged f_executable, owners 0..4) and 3.15, fetched by `make test-pythons`
+for v in 3.14 3.15; do
+    if [ -x "$BUILD/pythons/bin/python$v" ]; then
+        steady "python$v" "$BUILD/pythons/bin/python$v"
+    else
+        skip "python$v: in-kernel chains" "no $BUILD/pythons/bin/python$v (run make test-pythons)"
+    fi
+done
 
 # deep PY DEPTH: samples a recursion DEPTH deep; stats in $TMP/deep-DEPTH.*
 deep() {

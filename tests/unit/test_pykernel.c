@@ -1,7 +1,8 @@
-/* Unit tests for user/pykernel.c and the Python reader of bpf/sample.bpf.c: layouts of 3.11,
- * 3.12 and 3.13 converted for the program, records decoded, and (as root) the real program
- * reading synthetic frame chains built in this process: exact frames, the cap and its flag, a
- * looping chain, an invalid frame, and a thread state that names another thread. */
+/* Unit tests for user/pykernel.c and the Python reader of bpf/sample.bpf.c: layouts of 3.11 to
+ * 3.15 converted for the program, records decoded (every owner / entry tag), and (as root) the
+ * real program reading synthetic frame chains built in this process: exact frames, the cap and
+ * its flag, a looping chain, an invalid frame, 3.14's tagged code words and owners 3 and 4, and a
+ * thread state that names another thread. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,20 +25,32 @@ static struct pyrt_layout layout_311(void)
 {
     return (struct pyrt_layout){.major = 3, .minor = 11, .ts_native_thread_id = 160, .ts_cframe = 56,
                                 .cf_current_frame = 8, .f_code = 32, .f_previous = 48, .f_instr = 56,
-                                .f_owner = 69, .f_is_entry = 68};
+                                .f_owner = 69, .f_is_entry = 68, .f_code_mask = ~(uint64_t)0, .f_owner_max = 2};
 }
 
 static struct pyrt_layout layout_312(void)
 {
     return (struct pyrt_layout){.major = 3, .minor = 12, .ts_native_thread_id = 144, .ts_cframe = 56,
                                 .cf_current_frame = 0, .f_code = 0, .f_previous = 8, .f_instr = 56,
-                                .f_owner = 70, .f_is_entry = -1};
+                                .f_owner = 70, .f_is_entry = -1, .f_code_mask = ~(uint64_t)0, .f_owner_max = 3};
 }
 
 static struct pyrt_layout layout_313(void)
 {
     return (struct pyrt_layout){.major = 3, .minor = 13, .ts_native_thread_id = 160, .ts_current_frame = 72,
-                                .f_code = 0, .f_previous = 8, .f_instr = 56, .f_owner = 70, .f_is_entry = -1};
+                                .f_code = 0, .f_previous = 8, .f_instr = 56, .f_owner = 70, .f_is_entry = -1,
+                                .f_code_mask = ~(uint64_t)0, .f_owner_max = 3};
+}
+
+/* 3.14: f_executable is a tagged stack reference (low 2 bits), owners 0..4 (4: C stack). */
+static struct pyrt_layout layout_314(void)
+{
+    struct pyrt_layout L = layout_313();
+
+    L.minor = 14;
+    L.f_code_mask = ~(uint64_t)3;
+    L.f_owner_max = 4;
+    return L;
 }
 
 static void test_layouts(void **state)
@@ -60,6 +73,7 @@ static void test_layouts(void **state)
     assert_int_equal(L.f_is_entry, 36);
     assert_int_equal(L.f_owner, 37);
     assert_int_equal(L.max_owner, 2);
+    assert_int_equal(L.code_tag, 0);
 
     in = layout_312();
     assert_int_equal(pykernel_layout(&in, &L), 0);
@@ -78,7 +92,30 @@ static void test_layouts(void **state)
     assert_int_equal(L.ts_lo, 72);
     assert_int_equal(L.ts_current_frame, 0);
     assert_int_equal(L.ts_native_thread_id, 88);
+    assert_int_equal(L.max_owner, 3);
+    assert_int_equal(L.code_tag, 0);
 
+    in = layout_314();
+    assert_int_equal(pykernel_layout(&in, &L), 0);
+    assert_int_equal(L.max_owner, 4);
+    assert_int_equal(L.code_tag, 3);
+    in.f_owner_max = 3; /* 3.15: the C-stack owner is gone again */
+    assert_int_equal(pykernel_layout(&in, &L), 0);
+    assert_int_equal(L.max_owner, 3);
+    assert_int_equal(L.code_tag, 3);
+    /* A tag wider than the three free bits, or owners the record's tag cannot hold, or an
+     * entry flag beside owners above 2: refused rather than mis-decoded. */
+    in = layout_314();
+    in.f_code_mask = ~(uint64_t)15;
+    assert_int_equal(pykernel_layout(&in, &L), -ENOTSUP);
+    in = layout_314();
+    in.f_owner_max = SAMPLE_PY_OWNER_MAX + 1;
+    assert_int_equal(pykernel_layout(&in, &L), -ENOTSUP);
+    in = layout_311();
+    in.f_owner_max = 3;
+    assert_int_equal(pykernel_layout(&in, &L), -ENOTSUP);
+
+    in = layout_313();
     /* A thread state whose fields lie too far apart for one slice is refused. */
     in.ts_native_thread_id = 400;
     assert_int_equal(pykernel_layout(&in, &L), -ENOTSUP);
@@ -101,7 +138,7 @@ static struct sample_event *record(size_t copy, size_t n, uint16_t flags, size_t
     ev->py_flags = flags;
     memset(ev->stack, 0xab, copy);
     for (size_t i = 0; i < n; i++) {
-        struct sample_pyframe f = {.code = (0x7f0000001000ull + 0x100 * i) | (i % 4) | (i % 2 ? 4 : 0),
+        struct sample_pyframe f = {.code = (0x7f0000001000ull + 0x100 * i) | (i % 8),
                                    .instr = 0x7f0000002000ull + 2 * i};
         memcpy(ev->stack + copy + i * sizeof(f), &f, sizeof(f));
     }
@@ -113,15 +150,17 @@ static void test_decode(void **state)
     struct pystack_raw raw[8];
     bool trunc = true;
     size_t len;
-    struct sample_event *ev = record(64, 5, SAMPLE_PY_CAPTURED, &len);
+    struct sample_event *ev = record(64, 8, SAMPLE_PY_CAPTURED, &len);
+    /* Every tag: owners 0..4 (3.12-3.15), then 3.11 entry frames of owners 0..2. */
+    static const uint8_t owner[8] = {0, 1, 2, 3, 4, 0, 1, 2}, entry[8] = {0, 0, 0, 0, 0, 1, 1, 1};
 
-    assert_int_equal(pykernel_decode(ev, len, raw, 8, &trunc), 5);
+    assert_int_equal(pykernel_decode(ev, len, raw, 8, &trunc), 8);
     assert_false(trunc);
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 8; i++) {
         assert_int_equal(raw[i].code, 0x7f0000001000ull + 0x100 * i);
         assert_int_equal(raw[i].instr, 0x7f0000002000ull + 2 * i);
-        assert_int_equal(raw[i].owner, i % 4);
-        assert_int_equal(raw[i].is_entry, i % 2);
+        assert_int_equal(raw[i].owner, owner[i]);
+        assert_int_equal(raw[i].is_entry, entry[i]);
     }
     /* Fewer slots than frames: cut, and said so. */
     assert_int_equal(pykernel_decode(ev, len, raw, 3, &trunc), 3);
@@ -129,7 +168,7 @@ static void test_decode(void **state)
     /* A chain longer than the record is refused. */
     assert_int_equal(pykernel_decode(ev, len - 1, raw, 8, &trunc), -EINVAL);
     ev->py_flags |= SAMPLE_PY_TRUNCATED;
-    assert_int_equal(pykernel_decode(ev, len, raw, 8, &trunc), 5);
+    assert_int_equal(pykernel_decode(ev, len, raw, 8, &trunc), 8);
     assert_true(trunc);
     /* Records without a usable chain. */
     ev->py_flags = 0;
@@ -162,7 +201,8 @@ struct seen {
     unsigned n, captured, truncated, stale, broken, unknown, exact;
     unsigned min_count, max_count;
     const struct fake *f;
-    unsigned want; /* frames of an exact chain */
+    unsigned want;    /* frames of an exact chain */
+    uint64_t code_tag; /* bits the program clears from the code word */
 };
 
 static void put64(uint8_t *p, uint64_t v)
@@ -222,7 +262,7 @@ static int on_record(void *ctx, const struct sample_event *ev, size_t len)
 
         memcpy(&code, s->f->frames[i] + 0, 8);
         memcpy(&instr, s->f->frames[i] + 56, 8);
-        if (raw[i].code != code || raw[i].instr != instr || raw[i].owner != s->f->frames[i][70])
+        if (raw[i].code != (code & ~s->code_tag) || raw[i].instr != instr || raw[i].owner != s->f->frames[i][70])
             return 0;
     }
     s->exact++;
@@ -322,6 +362,31 @@ static void test_program_reads_chains(void **state)
     /* An owner no version has: the chain is given up, not half-delivered. */
     build(f, 4, false, s.tid);
     f->frames[2][70] = 7;
+    run_phase(smp, &s, 0);
+    assert_int_equal(s.broken, s.n);
+    assert_int_equal(s.captured, 0);
+
+    /* 3.14: a tagged f_executable is not a misaligned one once the tag is cleared, and the
+     * interpreter (3) and C-stack (4) owners are frames. */
+    in = layout_312(); /* the fake's thread state is 3.12's; its frames carry 3.14's rules */
+    in.f_code_mask = layout_314().f_code_mask;
+    in.f_owner_max = layout_314().f_owner_max;
+    assert_int_equal(pykernel_layout(&in, &L), 0);
+    assert_int_equal(sampler_set_py_layout(smp, getpid(), &L), 0);
+    build(f, 6, true, s.tid);
+    for (unsigned i = 0; i < 5; i++)
+        f->frames[i][0] |= (uint8_t)(i % 4); /* stack-reference tag bits */
+    f->frames[1][70] = 3;
+    f->frames[5][70] = 4;
+    s.code_tag = 3;
+    run_phase(smp, &s, 6);
+    assert_int_equal(s.captured, s.n);
+    assert_int_equal(s.exact, s.n);
+    s.code_tag = 0;
+    /* Under the untagged 0..3-owner rules the same chain is given up: not frames there. */
+    in = layout_312();
+    assert_int_equal(pykernel_layout(&in, &L), 0);
+    assert_int_equal(sampler_set_py_layout(smp, getpid(), &L), 0);
     run_phase(smp, &s, 0);
     assert_int_equal(s.broken, s.n);
     assert_int_equal(s.captured, 0);
