@@ -70,9 +70,15 @@ int main(int argc, char **argv)
 
     while ((opt = getopt(argc, argv, "m:n:i:")) != -1) {
         switch (opt) {
-        case 'm': cold = !strcmp(optarg, "cold"); break;
-        case 'n': samples = atol(optarg); break;
-        case 'i': interval = atol(optarg); break;
+        case 'm':
+            cold = !strcmp(optarg, "cold");
+            break;
+        case 'n':
+            samples = atol(optarg);
+            break;
+        case 'i':
+            interval = atol(optarg);
+            break;
         default:
             fprintf(stderr, "usage: pyreads [-m cached|cold] [-n SAMPLES] [-i USEC] PID\n");
             return 2;

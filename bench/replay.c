@@ -92,8 +92,7 @@ static __attribute__((no_sanitize_address, noinline)) int capture(void)
 #if defined(__x86_64__)
     __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2\n\tmov %%rbx, %3\n\t"
                      "mov %%r12, %4\n\tmov %%r13, %5\n\tmov %%r14, %6\n\tmov %%r15, %7"
-                     : "=r"(ip), "=m"(sp), "=m"(bp), "=m"(bx), "=m"(r12), "=m"(r13), "=m"(r14),
-                       "=m"(r15));
+                     : "=r"(ip), "=m"(sp), "=m"(bp), "=m"(bx), "=m"(r12), "=m"(r13), "=m"(r14), "=m"(r15));
 #else
 #error "replay captures x86-64 registers only"
 #endif
@@ -156,7 +155,7 @@ static int (*const chain[8])(int, int);
         volatile int pad[(i) + 1];                                                                           \
         int r;                                                                                               \
         pad[0] = depth;                                                                                      \
-        r = depth <= 1 ? capture() : chain[(k + 1) & 7](depth - 1, k + 1);                                  \
+        r = depth <= 1 ? capture() : chain[(k + 1) & 7](depth - 1, k + 1);                                   \
         return r + pad[0] - depth;                                                                           \
     }
 LINK(0)
@@ -255,10 +254,18 @@ static __attribute__((noinline)) int replay_main(int argc, char **argv)
 
     while ((opt = getopt(argc, argv, "n:d:u:v:")) != -1) {
         switch (opt) {
-        case 'n': samples = atol(optarg); break;
-        case 'd': depths = optarg; break;
-        case 'u': modes = optarg; break;
-        case 'v': variants = atoi(optarg); break;
+        case 'n':
+            samples = atol(optarg);
+            break;
+        case 'd':
+            depths = optarg;
+            break;
+        case 'u':
+            modes = optarg;
+            break;
+        case 'v':
+            variants = atoi(optarg);
+            break;
         default:
             fprintf(stderr, "usage: replay [-n SAMPLES] [-d D1,D2,...] [-u auto,fp,dwarf] [-v VARIANTS]\n");
             return 2;
@@ -279,7 +286,9 @@ static __attribute__((noinline)) int replay_main(int argc, char **argv)
 
         snprintf(buf, sizeof(buf), "%s", modes);
         for (char *save = NULL, *m = strtok_r(buf, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
-            enum unwind_mode mode = !strcmp(m, "fp") ? UNWIND_FP : !strcmp(m, "dwarf") ? UNWIND_DWARF : UNWIND_AUTO;
+            enum unwind_mode mode = !strcmp(m, "fp")      ? UNWIND_FP
+                                    : !strcmp(m, "dwarf") ? UNWIND_DWARF
+                                                          : UNWIND_AUTO;
 
             err = run_case(depth, mode, m, variants, samples, &us_d10);
             if (err) {

@@ -43,13 +43,14 @@
 #define SAMPLE_STACK_COPY_MAX     65536 /* upper bound of --stack-size */
 #define SAMPLE_STACK_COPY_MIN     512   /* smallest fallback size tried */
 #define SAMPLE_COMM_LEN           16
-#define SAMPLE_MAX_TARGETS        1024  /* processes sampled at once */
-#define SAMPLE_MAX_THREADS        65536 /* per-thread stack ends known */
+#define SAMPLE_MAX_TARGETS        1024     /* processes sampled at once */
+#define SAMPLE_MAX_THREADS        65536    /* per-thread stack ends known */
 #define SAMPLE_TICK_NS            10000000 /* USER_HZ 100: /proc/PID/stat start time unit */
-#define SAMPLE_PY_FRAMES_DEFAULT  1024  /* Python frames read in the kernel per sample */
-#define SAMPLE_PY_FRAMES_MAX      1024  /* upper bound of that cap (a power of two; the
-                                           per-CPU scratch must stay under 32 KiB) */
-#define SAMPLE_PY_SLICE_MAX       128   /* bytes of a frame / thread state read at once */
+#define SAMPLE_PY_FRAMES_DEFAULT  1024     /* Python frames read in the kernel per sample */
+#define SAMPLE_PY_FRAMES_MAX                                                                                 \
+    1024                        /* upper bound of that cap (a power of two; the                              \
+                                   per-CPU scratch must stay under 32 KiB) */
+#define SAMPLE_PY_SLICE_MAX 128 /* bytes of a frame / thread state read at once */
 
 /* flags */
 #define SAMPLE_F_IN_KERNEL    (1u << 0) /* the sample landed in kernel mode */

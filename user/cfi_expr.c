@@ -9,7 +9,7 @@
 #include "cfi_read.h"
 #include "dwcur.h"
 
-#define EXPR_STACK 64
+#define EXPR_STACK   64
 #define EXPR_MAX_OPS 1000 /* skip/bra can loop: bound the work one expression may do */
 
 int cfi_eval_expr(const uint8_t *expr, size_t len, const uint64_t regs[CFI_NREGS], uint32_t valid,

@@ -514,7 +514,8 @@ static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool ini
         }
         case 0x11: /* offset_extended_sf */
             reg = dwcur_uleb(&c);
-            set_rule(in, reg, (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, scaled((uint64_t)dwcur_sleb(&c), da), 0});
+            set_rule(in, reg,
+                     (struct cfi_rule){CFI_RULE_OFFSET, 0, 0, scaled((uint64_t)dwcur_sleb(&c), da), 0});
             break;
         case 0x12: /* def_cfa_sf */
             in->st.cfa_kind = CFI_CFA_REG;
@@ -532,7 +533,8 @@ static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool ini
             break;
         case 0x15: /* val_offset_sf */
             reg = dwcur_uleb(&c);
-            set_rule(in, reg, (struct cfi_rule){CFI_RULE_VAL_OFFSET, 0, 0, scaled((uint64_t)dwcur_sleb(&c), da), 0});
+            set_rule(in, reg,
+                     (struct cfi_rule){CFI_RULE_VAL_OFFSET, 0, 0, scaled((uint64_t)dwcur_sleb(&c), da), 0});
             break;
         case 0x2e:
             dwcur_uleb(&c);

@@ -47,11 +47,11 @@ struct collector {
     struct thread *threads; /* open addressing, power-of-two size */
     size_t nthreads, cap_threads;
     struct collect_stats st;
-    uint32_t *frames; /* scratch: one stack */
-    uint64_t *ips;    /* scratch: native unwind */
-    bool truncated;   /* the last unwind stopped at a depth limit */
-    uint32_t *native; /* scratch: native frames, leaf first */
-    uint32_t *merged; /* scratch: merged user frames, leaf first */
+    uint32_t *frames;         /* scratch: one stack */
+    uint64_t *ips;            /* scratch: native unwind */
+    bool truncated;           /* the last unwind stopped at a depth limit */
+    uint32_t *native;         /* scratch: native frames, leaf first */
+    uint32_t *merged;         /* scratch: merged user frames, leaf first */
     struct pystack_frame *py; /* scratch: Python frames, leaf first */
     struct pykernel *pk;      /* in-kernel Python chains (NULL: remote reads only) */
     /* The read now in c->py: records drained together (one ring poll) stand for instants a few
@@ -267,8 +267,7 @@ static int64_t thread_frame(struct collector *c, uint32_t tid, const char *comm,
     *fresh = false;
     if ((c->nthreads + 1) * 2 > c->cap_threads && threads_grow(c))
         return -ENOMEM;
-    for (j = hash_tid(tid) & (c->cap_threads - 1); c->threads[j].tid;
-         j = (j + 1) & (c->cap_threads - 1)) {
+    for (j = hash_tid(tid) & (c->cap_threads - 1); c->threads[j].tid; j = (j + 1) & (c->cap_threads - 1)) {
         t = &c->threads[j];
         if (t->tid == tid) {
             if (!strncmp(t->comm, comm, SAMPLE_COMM_LEN))
@@ -398,8 +397,8 @@ int collect_set_sampler(struct collector *c, struct sampler *s)
  * carries the chain the kernel captured at the sample instant is symbolised from it (counted in
  * st.python_frames_in_kernel); otherwise the stack is read now (pykernel then teaches the
  * kernel the thread), or a read of the same thread a moment ago is reused. */
-static size_t python_frames(struct collector *c, struct target *t, uint32_t tid, const struct sample_event *ev,
-                            size_t len, unsigned *pflags)
+static size_t python_frames(struct collector *c, struct target *t, uint32_t tid,
+                            const struct sample_event *ev, size_t len, unsigned *pflags)
 {
     unsigned flags = 0;
     bool in_kernel = false;

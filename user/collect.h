@@ -20,7 +20,7 @@
 #include "pystack.h"
 #include "sample.h"
 
-#define COLLECT_MAX_DEPTH 256 /* native frames per sample */
+#define COLLECT_MAX_DEPTH 256  /* native frames per sample */
 #define COLLECT_MAX_PY    2048 /* Python frames per sample */
 
 struct collect_opts {
@@ -34,23 +34,23 @@ struct collect_opts {
 };
 
 struct collect_stats {
-    uint64_t samples;          /* records turned into stacks */
-    uint64_t unwind_errors;    /* native unwind stopped early (no CFI, stack copy too short, bad) */
-    uint64_t unwind_truncated; /* hit COLLECT_MAX_DEPTH or a full kernel FP chain ([truncated] root) */
-    uint64_t kernel_errors;    /* kernel stack missing for a sample in kernel mode */
-    uint64_t copy_errors;      /* no stack copy in the record */
-    uint64_t frames;           /* native + kernel frames added */
-    uint64_t unknown_frames;   /* frames with no symbol (printed as module+0xoff) */
-    uint64_t proc_errors;      /* a record of a process that could not be opened */
-    uint64_t threads;          /* distinct threads seen */
-    uint64_t stack_copy_bytes; /* sum of copied stack bytes */
-    uint64_t python_targets;   /* processes attached as Python */
-    uint64_t python_samples;   /* samples with Python frames */
-    uint64_t python_frames;    /* Python frames added */
+    uint64_t samples;                 /* records turned into stacks */
+    uint64_t unwind_errors;           /* native unwind stopped early (no CFI, stack copy too short, bad) */
+    uint64_t unwind_truncated;        /* hit COLLECT_MAX_DEPTH or a full kernel FP chain ([truncated] root) */
+    uint64_t kernel_errors;           /* kernel stack missing for a sample in kernel mode */
+    uint64_t copy_errors;             /* no stack copy in the record */
+    uint64_t frames;                  /* native + kernel frames added */
+    uint64_t unknown_frames;          /* frames with no symbol (printed as module+0xoff) */
+    uint64_t proc_errors;             /* a record of a process that could not be opened */
+    uint64_t threads;                 /* distinct threads seen */
+    uint64_t stack_copy_bytes;        /* sum of copied stack bytes */
+    uint64_t python_targets;          /* processes attached as Python */
+    uint64_t python_samples;          /* samples with Python frames */
+    uint64_t python_frames;           /* Python frames added */
     uint64_t python_frames_in_kernel; /* Python frames symbolised from in-kernel chains */
     uint64_t python_read_errors;      /* pystack_read failed other than -ESRCH */
     uint64_t python_reads_reused;     /* samples that reused the read of the record before */
-    uint64_t merge_errors;     /* native eval-loop frames and Python groups disagreed */
+    uint64_t merge_errors;            /* native eval-loop frames and Python groups disagreed */
 };
 
 struct collector;

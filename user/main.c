@@ -287,7 +287,9 @@ int main(int argc, char **argv)
         .verbose = o.verbose,
         /* With in-kernel chains a code object's header re-read would be a sample's only read:
          * trust a validated one for a second. */
-        .py = {.max_depth = COLLECT_MAX_PY, .exact_reads = o.exact_reads, .code_trust_us = o.no_bpf ? 0 : 1000000},
+        .py = {.max_depth = COLLECT_MAX_PY,
+               .exact_reads = o.exact_reads,
+               .code_trust_us = o.no_bpf ? 0 : 1000000},
     };
     err = collect_open(&r.collector, &co, &r.prof);
     if (err) {
@@ -415,8 +417,10 @@ int main(int argc, char **argv)
             int n = nobpf_tick(r.nobpf, t_end && t_end < next_check ? t_end : next_check);
 
             if (n == -ENOENT) {
-                fprintf(stderr, "pyebpf-sample: PID %d is not a Python process: --no-bpf samples Python "
-                        "frames only\n", (int)o.pid);
+                fprintf(stderr,
+                        "pyebpf-sample: PID %d is not a Python process: --no-bpf samples Python "
+                        "frames only\n",
+                        (int)o.pid);
                 nobpf_failed = true;
                 break;
             }

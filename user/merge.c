@@ -117,10 +117,10 @@ static bool keep(const struct merge *m, enum merge_class c)
     }
 }
 
-#define PUT(x)                                                                                                 \
-    do {                                                                                                       \
-        if (n < max)                                                                                           \
-            out[n++] = (x);                                                                                    \
+#define PUT(x)                                                                                               \
+    do {                                                                                                     \
+        if (n < max)                                                                                         \
+            out[n++] = (x);                                                                                  \
     } while (0)
 
 /* Whether a Python read can be grouped: a frame whose code object could not be read (a frame

@@ -42,13 +42,13 @@
 
 struct merge {
     struct profile *prof;
-    char interp[256];   /* basename of the interpreter's module, "" when unknown */
+    char interp[256]; /* basename of the interpreter's module, "" when unknown */
     bool show_internal;
-    uint8_t *cls;       /* per profile frame index: MERGE_C_* + 1, 0 = not classified yet */
+    uint8_t *cls; /* per profile frame index: MERGE_C_* + 1, 0 = not classified yet */
     uint32_t ncls;
     int64_t error_frame; /* "[merge error]", interned on first use */
     uint64_t merge_errors;
-    uint64_t merged;     /* samples merged without error */
+    uint64_t merged;           /* samples merged without error */
     struct pyeval_ranges eval; /* eval-loop code without a symbol (split parts), file offsets */
 };
 

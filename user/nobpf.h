@@ -23,12 +23,12 @@
 struct nobpf;
 
 struct nobpf_stats {
-    uint64_t ticks;         /* timer expiries handled */
-    uint64_t missed_ticks;  /* deadlines already past when reached (collector too slow) */
-    uint64_t thread_scans;  /* /proc/PID/task listings */
-    uint64_t reads;         /* thread reads (collect_python_sample calls) */
-    uint64_t idle_reads;    /* reads with no Python frame */
-    uint64_t failed_reads;  /* reads that failed (thread gone, not a Python thread) */
+    uint64_t ticks;        /* timer expiries handled */
+    uint64_t missed_ticks; /* deadlines already past when reached (collector too slow) */
+    uint64_t thread_scans; /* /proc/PID/task listings */
+    uint64_t reads;        /* thread reads (collect_python_sample calls) */
+    uint64_t idle_reads;   /* reads with no Python frame */
+    uint64_t failed_reads; /* reads that failed (thread gone, not a Python thread) */
 };
 
 int nobpf_open(struct nobpf **out, struct collector *c, pid_t pid, unsigned hz);

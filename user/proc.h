@@ -30,9 +30,9 @@ enum unwind_mode { UNWIND_AUTO = 0, UNWIND_FP, UNWIND_DWARF };
 #define UNWIND_STOP_MAXDEPTH (1u << 3)
 
 struct symres {
-    const char *name;   /* symbol, or NULL when unknown */
-    const char *module; /* mapped file path (basename shown for unknowns), or NULL */
-    uint64_t offset;    /* ip - symbol start, or file offset when the symbol is unknown */
+    const char *name;     /* symbol, or NULL when unknown */
+    const char *module;   /* mapped file path (basename shown for unknowns), or NULL */
+    uint64_t offset;      /* ip - symbol start, or file offset when the symbol is unknown */
     enum frame_kind kind; /* FRAME_NATIVE or FRAME_JIT */
 };
 
@@ -67,9 +67,8 @@ void proc_get_stats(const struct proc *p, struct proc_stats *out);
  * stack_addr, normally regs->sp). Writes return addresses leaf first (ips[0] = regs->ip) and
  * returns their number; *stop gets UNWIND_STOP_* bits. mode UNWIND_AUTO uses DWARF where a
  * module has CFI and frame pointers elsewhere. */
-int proc_unwind(struct proc *p, enum unwind_mode mode, const struct unwind_regs *regs,
-                const uint8_t *stack, size_t stack_len, uint64_t stack_addr, uint64_t *ips,
-                size_t max, unsigned *stop);
+int proc_unwind(struct proc *p, enum unwind_mode mode, const struct unwind_regs *regs, const uint8_t *stack,
+                size_t stack_len, uint64_t stack_addr, uint64_t *ips, size_t max, unsigned *stop);
 
 /* Kernel symbols from /proc/kallsyms. */
 struct ksyms;

@@ -222,8 +222,9 @@ void pycode_begin(struct pycode *c, uint64_t now_ns)
  * read as <unreadable> for the whole window. */
 static bool fresh(const struct pycode *c, const struct code_entry *e)
 {
-    return e->checked == c->sample || (c->trust_ns && e->checked && !e->bad &&
-                                       c->now_ns - e->checked_ns < c->trust_ns && e->checked_ns > c->distrust_ns);
+    return e->checked == c->sample ||
+           (c->trust_ns && e->checked && !e->bad && c->now_ns - e->checked_ns < c->trust_ns &&
+            e->checked_ns > c->distrust_ns);
 }
 
 void pycode_distrust(struct pycode *c, uint64_t now_ns)

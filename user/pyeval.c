@@ -64,7 +64,8 @@ static void find_sections(struct img *m)
         if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
             continue;
         name = elf_strptr(m->e, shstr, sh.sh_name);
-        if ((sh.sh_flags & SHF_EXECINSTR) && m->sym >= sh.sh_addr && m->sym + m->symsz <= sh.sh_addr + sh.sh_size) {
+        if ((sh.sh_flags & SHF_EXECINSTR) && m->sym >= sh.sh_addr &&
+            m->sym + m->symsz <= sh.sh_addr + sh.sh_size) {
             m->text = elf_getdata(scn, NULL);
             m->text_addr = sh.sh_addr;
         } else if (name && !strcmp(name, ".eh_frame_hdr")) {

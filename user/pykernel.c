@@ -71,7 +71,8 @@ int pykernel_layout(const struct pyrt_layout *in, struct sample_pylayout *out)
     if (in->f_is_entry >= 0)
         span_add(&fr, (uint32_t)in->f_is_entry, 1);
     fr.lo &= ~7u;
-    if (ts.hi - ts.lo > SAMPLE_PY_SLICE_MAX || fr.hi - fr.lo > SAMPLE_PY_SLICE_MAX || in->cf_current_frame > 0xfff0)
+    if (ts.hi - ts.lo > SAMPLE_PY_SLICE_MAX || fr.hi - fr.lo > SAMPLE_PY_SLICE_MAX ||
+        in->cf_current_frame > 0xfff0)
         return -ENOTSUP;
     out->ts_lo = (uint16_t)ts.lo;
     out->ts_len = (uint16_t)(ts.hi - ts.lo);
@@ -241,7 +242,8 @@ static bool proc_ready(struct pykernel *pk, struct pystack *ps, pid_t pid)
     }
     p = &pk->procs[pk->nprocs++];
     p->pid = pid;
-    p->refused = pykernel_layout(&pystack_runtime(ps)->L, &L) != 0 || sampler_set_py_layout(pk->s, pid, &L) != 0;
+    p->refused =
+        pykernel_layout(&pystack_runtime(ps)->L, &L) != 0 || sampler_set_py_layout(pk->s, pid, &L) != 0;
     return !p->refused;
 }
 
@@ -277,7 +279,8 @@ static bool frames_sound(const struct pykernel *pk, const struct pystack_frame *
         if (f[i].frame >= pk->prof->nframes)
             return false;
         pf = &pk->prof->frames[f[i].frame];
-        if (pf->file && (!strcmp(pf->file, PYSTACK_REFUSED) || (pf->name && !strcmp(pf->name, PYSTACK_REFUSED))))
+        if (pf->file &&
+            (!strcmp(pf->file, PYSTACK_REFUSED) || (pf->name && !strcmp(pf->name, PYSTACK_REFUSED))))
             continue;
         if (!pf->file || !pf->line)
             return false;

@@ -65,8 +65,8 @@ static size_t pow2_at_least(size_t v)
  * drains it far more often than that. */
 static size_t choose_ring_size(const struct sampler_opts *o, unsigned ncpus)
 {
-    size_t rec = (sizeof(struct sample_event) + o->stack_copy + (size_t)o->py_frames * sizeof(struct sample_pyframe) +
-                  8 + 7) &
+    size_t rec = (sizeof(struct sample_event) + o->stack_copy +
+                  (size_t)o->py_frames * sizeof(struct sample_pyframe) + 8 + 7) &
                  ~(size_t)7;
     size_t want = (size_t)o->frequency * ncpus * rec / 4;
 

@@ -80,7 +80,8 @@ static void run(bool show_internal, size_t leaf_at, bool with_compare, bool unre
     if (with_compare)
         pf[np++] = py(&p, "compare", 3, true);
     if (unreadable)
-        pf[np++] = (struct pystack_frame){(uint32_t)profile_frame(&p, FRAME_PYTHON, "<unreadable>", NULL, 0), false};
+        pf[np++] =
+            (struct pystack_frame){(uint32_t)profile_frame(&p, FRAME_PYTHON, "<unreadable>", NULL, 0), false};
     pf[np++] = py(&p, "caller", 7, false);
     pf[np++] = py(&p, "main", 9, true);
     n = merge_stack(&m, native + leaf_at, nn - leaf_at, pf, np, 0, out, 64, &err);
@@ -117,7 +118,8 @@ static void test_merge_mismatch(void **st)
     (void)st;
     /* Sampled in ffi_closure (one eval-loop frame), read inside compare (two groups): compare is
      * left out, the leaf says so. */
-    run(false, 3, true, false, "main (/x.py:9);caller (/x.py:7);ffi_call;qsort;ffi_closure;[merge error]", true);
+    run(false, 3, true, false, "main (/x.py:9);caller (/x.py:7);ffi_call;qsort;ffi_closure;[merge error]",
+        true);
     /* Sampled inside compare (two eval-loop frames), read after it returned (one group). */
     run(false, 0, false, false,
         "main (/x.py:9);caller (/x.py:7);ffi_call;qsort;ffi_closure;[merge error];compare_cb", true);

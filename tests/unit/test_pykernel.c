@@ -23,23 +23,49 @@
 /* Offsets of the x86-64 default builds (docs/python-frames.md). */
 static struct pyrt_layout layout_311(void)
 {
-    return (struct pyrt_layout){.major = 3, .minor = 11, .ts_native_thread_id = 160, .ts_cframe = 56,
-                                .cf_current_frame = 8, .f_code = 32, .f_previous = 48, .f_instr = 56,
-                                .f_owner = 69, .f_is_entry = 68, .f_code_mask = ~(uint64_t)0, .f_owner_max = 2};
+    return (struct pyrt_layout){.major = 3,
+                                .minor = 11,
+                                .ts_native_thread_id = 160,
+                                .ts_cframe = 56,
+                                .cf_current_frame = 8,
+                                .f_code = 32,
+                                .f_previous = 48,
+                                .f_instr = 56,
+                                .f_owner = 69,
+                                .f_is_entry = 68,
+                                .f_code_mask = ~(uint64_t)0,
+                                .f_owner_max = 2};
 }
 
 static struct pyrt_layout layout_312(void)
 {
-    return (struct pyrt_layout){.major = 3, .minor = 12, .ts_native_thread_id = 144, .ts_cframe = 56,
-                                .cf_current_frame = 0, .f_code = 0, .f_previous = 8, .f_instr = 56,
-                                .f_owner = 70, .f_is_entry = -1, .f_code_mask = ~(uint64_t)0, .f_owner_max = 3};
+    return (struct pyrt_layout){.major = 3,
+                                .minor = 12,
+                                .ts_native_thread_id = 144,
+                                .ts_cframe = 56,
+                                .cf_current_frame = 0,
+                                .f_code = 0,
+                                .f_previous = 8,
+                                .f_instr = 56,
+                                .f_owner = 70,
+                                .f_is_entry = -1,
+                                .f_code_mask = ~(uint64_t)0,
+                                .f_owner_max = 3};
 }
 
 static struct pyrt_layout layout_313(void)
 {
-    return (struct pyrt_layout){.major = 3, .minor = 13, .ts_native_thread_id = 160, .ts_current_frame = 72,
-                                .f_code = 0, .f_previous = 8, .f_instr = 56, .f_owner = 70, .f_is_entry = -1,
-                                .f_code_mask = ~(uint64_t)0, .f_owner_max = 3};
+    return (struct pyrt_layout){.major = 3,
+                                .minor = 13,
+                                .ts_native_thread_id = 160,
+                                .ts_current_frame = 72,
+                                .f_code = 0,
+                                .f_previous = 8,
+                                .f_instr = 56,
+                                .f_owner = 70,
+                                .f_is_entry = -1,
+                                .f_code_mask = ~(uint64_t)0,
+                                .f_owner_max = 3};
 }
 
 /* 3.14: f_executable is a tagged stack reference (low 2 bits), owners 0..4 (4: C stack). */
@@ -186,7 +212,7 @@ static void test_decode(void **state)
 
 /* -- The program on synthetic chains (root) ---------------------------------------------------- */
 
-#define NFRAMES 1100
+#define NFRAMES  1100
 #define FRAME_SZ 80 /* 3.12 _PyInterpreterFrame up to owner, rounded */
 
 struct fake {
@@ -201,7 +227,7 @@ struct seen {
     unsigned n, captured, truncated, stale, broken, unknown, exact;
     unsigned min_count, max_count;
     const struct fake *f;
-    unsigned want;    /* frames of an exact chain */
+    unsigned want;     /* frames of an exact chain */
     uint64_t code_tag; /* bits the program clears from the code word */
 };
 
@@ -262,7 +288,8 @@ static int on_record(void *ctx, const struct sample_event *ev, size_t len)
 
         memcpy(&code, s->f->frames[i] + 0, 8);
         memcpy(&instr, s->f->frames[i] + 56, 8);
-        if (raw[i].code != (code & ~s->code_tag) || raw[i].instr != instr || raw[i].owner != s->f->frames[i][70])
+        if (raw[i].code != (code & ~s->code_tag) || raw[i].instr != instr ||
+            raw[i].owner != s->f->frames[i][70])
             return 0;
     }
     s->exact++;
@@ -296,9 +323,10 @@ static void run_phase(struct sampler *smp, struct seen *s, unsigned want)
         assert_true(sampler_poll(smp) >= 0);
     }
     s->phase = 0;
-    print_message("# records %u: captured %u truncated %u stale %u broken %u unknown %u exact %u, frames %u-%u\n",
-                  s->n, s->captured, s->truncated, s->stale, s->broken, s->unknown, s->exact,
-                  s->min_count == UINT32_MAX ? 0 : s->min_count, s->max_count);
+    print_message(
+        "# records %u: captured %u truncated %u stale %u broken %u unknown %u exact %u, frames %u-%u\n", s->n,
+        s->captured, s->truncated, s->stale, s->broken, s->unknown, s->exact,
+        s->min_count == UINT32_MAX ? 0 : s->min_count, s->max_count);
     assert_true(s->n >= 5);
 }
 
