@@ -45,10 +45,10 @@ static void (*const fns[16])(uint64_t *, int);
 // clang-format off
 FN(0) FN(1) FN(2) FN(3) FN(4) FN(5) FN(6) FN(7)
 FN(8) FN(9) FN(10) FN(11) FN(12) FN(13) FN(14) FN(15)
-// clang-format on
 
 static void (*const fns[16])(uint64_t *, int) = {fn0, fn1, fn2,  fn3,  fn4,  fn5,  fn6,  fn7,
                                                  fn8, fn9, fn10, fn11, fn12, fn13, fn14, fn15};
+// clang-format on
 
 static void *worker(void *arg)
 {
