@@ -129,6 +129,25 @@ static int write_to(const struct profile *p, enum output_format fmt, FILE *f, co
     return rc;
 }
 
+/* Writes the profile through `fd`, which it takes over (closed on return); `sync` flushes it to
+ * disk before closing (a temporary file about to be renamed into place). */
+static int write_through(const struct profile *p, enum output_format fmt, int fd, bool sync,
+                         const struct output_opts *opts)
+{
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    int rc = write_to(p, fmt, f, opts);
+    if (rc == 0 && sync && fsync(fileno(f)) != 0)
+        rc = -errno;
+    if (fclose(f) != 0 && rc == 0)
+        rc = -errno;
+    return rc;
+}
+
 /* A FIFO, socket or character device the user named (a pipe, /dev/null, a terminal): written in
  * place, since renaming over it would put a regular file in its place. Opened without following
  * a symlink and checked again after opening, so nothing can be swapped in between. Returns 1
@@ -152,16 +171,7 @@ static int write_special(const struct profile *p, enum output_format fmt, const 
         close(fd);
         return -EAGAIN; /* it changed under us */
     }
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        int rc = -errno;
-        close(fd);
-        return rc;
-    }
-    int rc = write_to(p, fmt, f, opts);
-    if (fclose(f) != 0 && rc == 0)
-        rc = -errno;
-    return rc;
+    return write_through(p, fmt, fd, false, opts);
 }
 
 /* The descriptor a /dev/fd/N or /proc/self/fd/N path names, or -1. Those paths are symlinks by
@@ -193,16 +203,7 @@ static int write_fd(const struct profile *p, enum output_format fmt, int fd, con
     int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
     if (copy < 0)
         return -errno;
-    FILE *f = fdopen(copy, "w");
-    if (!f) {
-        int rc = -errno;
-        close(copy);
-        return rc;
-    }
-    int rc = write_to(p, fmt, f, opts);
-    if (fclose(f) != 0 && rc == 0)
-        rc = -errno;
-    return rc;
+    return write_through(p, fmt, copy, false, opts);
 }
 
 int output_write_opts(const struct profile *p, enum output_format fmt, const char *path,
@@ -224,18 +225,7 @@ int output_write_opts(const struct profile *p, enum output_format fmt, const cha
     int fd = output_tmpfile(path, tmp, sizeof(tmp));
     if (fd < 0)
         return fd;
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        rc = -errno;
-        close(fd);
-        unlink(tmp);
-        return rc;
-    }
-    rc = write_to(p, fmt, f, opts);
-    if (rc == 0 && fsync(fileno(f)) != 0)
-        rc = -errno;
-    if (fclose(f) != 0 && rc == 0)
-        rc = -errno;
+    rc = write_through(p, fmt, fd, true, opts);
     /* rename() replaces a symlink at `path` itself; it never writes through it. */
     if (rc == 0 && rename(tmp, path) != 0)
         rc = -errno;
