@@ -54,6 +54,8 @@ one_line && pass "no permission for PID: one line" || fail "no permission for PI
 # capabilities dropped: no BPF (the target holds no capabilities either, so the collector may
 # read it without CAP_SYS_PTRACE and fails at the BPF step)
 setpriv --inh-caps=-all --bounding-set=-all sleep 30 & plain=$!
+# until setpriv has dropped its capabilities and become sleep, the target is still privileged
+for _ in $(seq 100); do [ "$(cat /proc/$plain/comm 2> /dev/null)" = sleep ] && break; sleep 0.05; done
 run setpriv --inh-caps=-all --bounding-set=-all "$S" -d 1 "$plain"
 check "no capabilities: non-zero exit" [ $rc -ne 0 ]
 check "no capabilities: names CAP_BPF and CAP_PERFMON" \
