@@ -88,15 +88,19 @@ check "target exits: every line is 'stack count'" \
 
 # attach to a running process by PID; SIGTERM to the collector writes what it has
 "$P/callgraph" 20 & busy=$!
-"$S" -q -F 499 --stats -o "$TMP/term.folded" "$busy" 2> "$TMP/term.err" & col=$!
-sleep 2
+# (the signal is sent once the collector says it samples: BPF loading takes seconds on a busy machine)
+sampling() { for _ in $(seq 600); do grep -q '^pyebpf-sample: sampling' "$1" && return; sleep 0.05; done; }
+"$S" -F 499 --stats -o "$TMP/term.folded" "$busy" 2> "$TMP/term.err" & col=$!
+sampling "$TMP/term.err"
+sleep 1
 kill -TERM "$col"
 wait "$col"; rc=$?
 check "SIGTERM: exit 0" [ $rc -eq 0 ]
 check "SIGTERM: profile written" grep -qE 'main;a;b;c.* [0-9]+$' "$TMP/term.folded"
 check "SIGTERM: stats say so" grep -q '^stopped_by: signal$' "$TMP/term.err"
 check "PID mode: target keeps running after the collector stops" kill -0 "$busy"
-"$S" -q -F 499 -o "$TMP/int.folded" "$busy" 2> /dev/null & col=$!
+"$S" -F 499 -o "$TMP/int.folded" "$busy" 2> "$TMP/int.err" & col=$!
+sampling "$TMP/int.err"
 sleep 1
 kill -INT "$col"
 wait "$col"; rc=$?
