@@ -31,6 +31,7 @@
 #include "profile.h"
 #include "progress.h"
 #include "sampler.h"
+#include "summary.h"
 #include "target.h"
 
 #define ALIVE_CHECK_NS 100000000ull
@@ -485,7 +486,7 @@ int main(int argc, char **argv)
     }
     if (!o.quiet && strcmp(o.output, "-")) {
         fprintf(stderr, "pyebpf-sample: wrote %s (%s), ", o.output, output_format_name(fmt));
-        summary_print(&r.prof, stderr, 10);
+        summary_print_by(&r.prof, stderr, 10, o.summary_by_line ? SUMMARY_BY_LINE : SUMMARY_BY_FUNCTION);
     }
     if (o.stats)
         print_stats(stderr, &r, duration, sc.lost, sc.matched, &sc);
