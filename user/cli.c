@@ -35,6 +35,8 @@ void cli_usage(FILE *f)
             "      --threads         a root frame per thread: \"thread TID (comm)\"\n"
             "      --children        also sample processes the target forks from now on\n"
             "      --stats           print statistics to stderr as \"key: value\" lines\n"
+            "      --summary-by-line the summary after a profile written to a file: a row per\n"
+            "                        Python line (default: per function, lines added up)\n"
             "      --python-only     Python frames only (a Python target's native frames hidden)\n"
             "      --show-internal   keep the interpreter's own frames (_PyEval_*, PyObject_Call*,\n"
             "                        start-up) between and around the Python frames\n"
@@ -82,6 +84,7 @@ int cli_parse(int argc, char **argv, struct cli_options *o)
         OPT_SHOW_INTERNAL,
         OPT_NO_PYTHON,
         OPT_EXACT,
+        OPT_SUMMARY_BY_LINE,
     };
     static const struct option longopts[] = {
         {"frequency", required_argument, NULL, 'F'},
@@ -100,6 +103,7 @@ int cli_parse(int argc, char **argv, struct cli_options *o)
         {"show-internal", no_argument, NULL, OPT_SHOW_INTERNAL},
         {"no-python", no_argument, NULL, OPT_NO_PYTHON},
         {"exact-reads", no_argument, NULL, OPT_EXACT},
+        {"summary-by-line", no_argument, NULL, OPT_SUMMARY_BY_LINE},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -191,6 +195,9 @@ int cli_parse(int argc, char **argv, struct cli_options *o)
             break;
         case OPT_EXACT:
             o->exact_reads = true;
+            break;
+        case OPT_SUMMARY_BY_LINE:
+            o->summary_by_line = true;
             break;
         case 'q':
             o->quiet = true;

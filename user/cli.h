@@ -28,11 +28,12 @@ struct cli_options {
     bool stats;
     bool quiet;
     bool verbose;
-    bool no_bpf;        /* timer-driven Python sampling from user space, no BPF, no perf events */
-    bool python_only;   /* Python frames only */
-    bool show_internal; /* keep interpreter-internal frames when merging */
-    bool no_python;     /* native frames only, even for a Python target */
-    bool exact_reads;   /* pystack: one exact read per predicted frame (no ranges, no page tail) */
+    bool no_bpf;          /* timer-driven Python sampling from user space, no BPF, no perf events */
+    bool python_only;     /* Python frames only */
+    bool show_internal;   /* keep interpreter-internal frames when merging */
+    bool no_python;       /* native frames only, even for a Python target */
+    bool exact_reads;     /* pystack: one exact read per predicted frame (no ranges, no page tail) */
+    bool summary_by_line; /* the summary table: a row per Python line, not per function */
     size_t ring_size;
     pid_t pid;
     char **command;

@@ -6,13 +6,11 @@
 #include "jitread.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "jitdump_format.h"
+#include "readfile.h"
 
 /* A file larger than this is not a jitdump we are willing to hold in memory. */
 #define JITREAD_MAX_FILE (1ull << 31)
@@ -246,38 +244,13 @@ int jitread_parse(const void *buf, size_t len, struct jitread_dump *d)
 int jitread_file(const char *path, struct jitread_dump *d)
 {
     memset(d, 0, sizeof(*d));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    int err = 0;
-    if (fstat(fd, &st) < 0)
-        err = -errno;
-    else if (!S_ISREG(st.st_mode))
-        err = -EINVAL;
-    else if ((uint64_t)st.st_size > JITREAD_MAX_FILE)
-        err = -EFBIG;
-    if (err < 0) {
-        close(fd);
+    char *buf;
+    size_t len;
+    /* The writer may still be appending (or the file be damaged): parse what could be read. */
+    int err = readfile(path, JITREAD_MAX_FILE, READFILE_KEEP_PARTIAL, &buf, &len);
+    if (err)
         return err;
-    }
-    size_t size = (size_t)st.st_size, got = 0;
-    uint8_t *buf = malloc(size ? size : 1);
-    if (!buf) {
-        close(fd);
-        return -ENOMEM;
-    }
-    /* The writer may still be appending: parse what was there when we looked. */
-    while (got < size) {
-        ssize_t n = read(fd, buf + got, size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    err = jitread_parse(buf, got, d);
+    err = jitread_parse(buf, len, d);
     free(buf);
     return err;
 }

@@ -6,9 +6,11 @@
  *   pyebpf-sample [OPTIONS] -- COMMAND [ARGS...]
  *   pyebpf-sample render IN.folded -o OUT ...
  *
- * main() is the lifecycle, top to bottom: parse options → check the target → load the BPF
- * sampler → (launch the command) → attach → drain the ring on a timer until the target exits,
- * the duration ends or a signal arrives → write the profile → print stats → clean up.
+ * main() is the lifecycle, top to bottom, one static function a step: parse options → check the
+ * target → open the collector → load the BPF sampler (open_sampler) → (launch the command) →
+ * attach (start_bpf; start_nobpf for the --no-bpf timer instead) → release the command → sample:
+ * drain the ring (or tick) until the target exits, the duration ends or a signal arrives →
+ * write_outputs: the profile, the summary, the stats → clean up.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -31,6 +33,7 @@
 #include "profile.h"
 #include "progress.h"
 #include "sampler.h"
+#include "summary.h"
 #include "target.h"
 
 #define ALIVE_CHECK_NS 100000000ull
@@ -51,6 +54,20 @@ struct run {
     struct maps maps;        /* of maps_pid: where new threads' stacks end */
     pid_t maps_pid;
     uint64_t maps_reads;
+
+    /* The lifecycle main() walks through. */
+    enum output_format fmt;
+    unsigned long long start_time; /* of a PID target (clock ticks since boot), 0 unknown */
+    pid_t child;                   /* a launched command, 0 none */
+    int go_fd, err_fd;             /* releases the held command / reports its exec error */
+    int child_status;
+    bool child_running;
+    bool target_gone;
+    bool nobpf_failed;
+    char cmdline[1024];
+    uint64_t interval_ns; /* between drains of the ring */
+    double duration;      /* seconds sampled */
+    struct sampler_counters sc;
 };
 
 static volatile sig_atomic_t exiting;
@@ -158,9 +175,11 @@ static double self_cpu_us(void)
     return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
 }
 
-static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, uint64_t matched,
-                        const struct sampler_counters *sc)
+static void print_stats(FILE *f, struct run *r)
 {
+    const struct sampler_counters *sc = &r->sc;
+    uint64_t lost = sc->lost, matched = sc->matched;
+    double duration = r->duration;
     struct collect_stats cs;
     double cpu_us = self_cpu_us(), loop_us = cpu_us - r->setup_cpu_us;
 
@@ -228,295 +247,404 @@ static void print_stats(FILE *f, struct run *r, double duration, uint64_t lost, 
     collect_print_python_stats(r->collector, f);
 }
 
-int main(int argc, char **argv)
-{
-    struct cli_options o = {0};
-    struct run r = {.o = &o};
-    struct collect_opts co;
-    struct sampler_opts so;
-    struct sampler_counters sc = {0};
-    struct progress pg;
-    enum output_format fmt;
-    enum sampler_stage stage;
-    char msg[512], cmdline[1024];
-    unsigned long long start_time = 0;
-    uint64_t t0, t_end = 0, next_check, interval_ns = 10000000;
-    int go_fd = -1, err_fd = -1, err, ret = 1;
-    bool child_running = false, target_gone = false, nobpf_failed = false;
-    int child_status = 0;
-    pid_t child = 0;
-    char state;
+/* -- Lifecycle steps (main() calls them in order; each prints its own error) ------------------ */
 
-    if (argc > 1 && !strcmp(argv[1], "render"))
-        return render_main(argc - 1, argv + 1);
-    err = cli_parse(argc, argv, &o);
+/* Options and the output format. Returns 0 to run, 1 when done (--help, --version), -1 on a usage
+ * error. */
+static int parse_options(int argc, char **argv, struct cli_options *o, enum output_format *fmt)
+{
+    int err = cli_parse(argc, argv, o);
+
     if (err)
-        return err > 0 ? 0 : 2;
-    if (o.format) {
-        if (output_format_parse(o.format, &fmt)) {
-            fprintf(stderr, "pyebpf-sample: bad format '%s' (folded, svg, speedscope, pprof)\n", o.format);
-            return 2;
+        return err;
+    if (o->format) {
+        if (output_format_parse(o->format, fmt)) {
+            fprintf(stderr, "pyebpf-sample: bad format '%s' (folded, svg, speedscope, pprof)\n", o->format);
+            return -1;
         }
     } else {
-        fmt = output_format_from_path(o.output);
+        *fmt = output_format_from_path(o->output);
     }
-    if (o.pid) {
-        if (target_check(o.pid))
-            return 1;
-        pid_t tgid = target_tgid(o.pid);
+    return 0;
+}
 
-        if (tgid != o.pid) {
-            if (!o.quiet)
-                fprintf(stderr, "pyebpf-sample: %d is a thread of process %d; sampling the process\n",
-                        (int)o.pid, (int)tgid);
-            o.pid = tgid;
-        }
-        target_stat(o.pid, &start_time, &state);
+/* A PID named on the command line: it exists and we may read it; a thread stands for its process. */
+static int check_target(struct run *r)
+{
+    struct cli_options *o = r->o;
+    char state;
+
+    if (target_check(o->pid))
+        return -1;
+    pid_t tgid = target_tgid(o->pid);
+
+    if (tgid != o->pid) {
+        if (!o->quiet)
+            fprintf(stderr, "pyebpf-sample: %d is a thread of process %d; sampling the process\n",
+                    (int)o->pid, (int)tgid);
+        o->pid = tgid;
     }
+    target_stat(o->pid, &r->start_time, &state);
+    return 0;
+}
 
-    err = profile_init(&r.prof);
-    if (err)
-        goto oom;
-    r.prof.show_threads = o.threads;
+static uint32_t stack_copy_bytes(const struct cli_options *o)
+{
+    return o->unwind == UNWIND_FP ? 0 : o->stack_size;
+}
+
+/* The profile and the collector that fills it; a running Python target is attached as Python
+ * before sampling starts (a launched command is attached on its first samples, once it has become
+ * the interpreter). */
+static int open_collector(struct run *r)
+{
+    const struct cli_options *o = r->o;
+    struct collect_opts co;
+    int err = profile_init(&r->prof);
+
+    if (err) {
+        fprintf(stderr, "pyebpf-sample: out of memory\n");
+        return err;
+    }
+    r->prof.show_threads = o->threads;
     co = (struct collect_opts){
-        .unwind = o.unwind,
-        .kernel = o.kernel,
-        .python = !o.no_python,
-        .python_only = o.python_only || o.no_bpf,
-        .show_internal = o.show_internal,
-        .verbose = o.verbose,
+        .unwind = o->unwind,
+        .kernel = o->kernel,
+        .python = !o->no_python,
+        .python_only = o->python_only || o->no_bpf,
+        .show_internal = o->show_internal,
+        .verbose = o->verbose,
         /* With in-kernel chains a code object's header re-read would be a sample's only read:
          * trust a validated one for a second. */
         .py = {.max_depth = COLLECT_MAX_PY,
-               .exact_reads = o.exact_reads,
-               .code_trust_us = o.no_bpf ? 0 : 1000000},
+               .exact_reads = o->exact_reads,
+               .code_trust_us = o->no_bpf ? 0 : 1000000},
     };
-    err = collect_open(&r.collector, &co, &r.prof);
+    err = collect_open(&r->collector, &co, &r->prof);
     if (err) {
         fprintf(stderr, "pyebpf-sample: cannot start the collector: %s%s\n", strerror(-err),
-                o.kernel ? " (reading /proc/kallsyms)" : "");
-        goto out;
+                o->kernel ? " (reading /proc/kallsyms)" : "");
+        return err;
     }
+    if (o->pid && !o->no_python)
+        collect_python_attach(r->collector, o->pid);
+    return 0;
+}
 
-    so = (struct sampler_opts){
-        .frequency = o.frequency,
-        .stack_copy = o.unwind == UNWIND_FP ? 0 : o.stack_size,
-        .kernel_stack = o.kernel,
-        .user_fp_stack = o.unwind == UNWIND_FP, /* auto walks frame pointers in the copy */
-        .children = o.children,
-        .prog_stats = o.stats,
-        .launch = o.command != NULL,
-        .ring_size = o.ring_size,
-        .verbose = o.verbose,
+/* Loads the BPF program and opens its events (not attached yet). */
+static int open_sampler(struct run *r)
+{
+    const struct cli_options *o = r->o;
+    struct sampler_opts so = {
+        .frequency = o->frequency,
+        .stack_copy = stack_copy_bytes(o),
+        .kernel_stack = o->kernel,
+        .user_fp_stack = o->unwind == UNWIND_FP, /* auto walks frame pointers in the copy */
+        .children = o->children,
+        .prog_stats = o->stats,
+        .launch = o->command != NULL,
+        .ring_size = o->ring_size,
+        .verbose = o->verbose,
     };
-    /* A running target is attached as Python before sampling starts (a launched command is
-     * attached on its first samples, once it has become the interpreter). */
-    if (o.pid && !o.no_python)
-        collect_python_attach(r.collector, o.pid);
-    err = o.no_bpf ? 0 : sampler_open(&r.sampler, &so, on_event, &r, &stage);
-    if (!err && r.sampler && !o.no_python)
-        err = collect_set_sampler(r.collector, r.sampler);
-    if (err) {
+    enum sampler_stage stage;
+    char msg[512];
+    int err = sampler_open(&r->sampler, &so, on_event, r, &stage);
+
+    if (!err && !o->no_python)
+        err = collect_set_sampler(r->collector, r->sampler);
+    if (err)
         fprintf(stderr, "pyebpf-sample: %s\n", sampler_strerror(stage, err, msg, sizeof(msg)));
-        goto out;
-    }
+    return err;
+}
 
-    if (o.command) {
-        child = target_launch(o.command, &go_fd, &err_fd);
-        if (child < 0) {
-            fprintf(stderr, "pyebpf-sample: cannot start '%s': %s\n", o.command[0], strerror(-child));
-            child = 0;
-            goto out;
-        }
-        child_running = true;
-        o.pid = child;
+/* Forks the command, held before its exec until release_command(); it becomes the target. */
+static int launch_command(struct run *r)
+{
+    struct cli_options *o = r->o;
+    pid_t child = target_launch(o->command, &r->go_fd, &r->err_fd);
+
+    if (child < 0) {
+        fprintf(stderr, "pyebpf-sample: cannot start '%s': %s\n", o->command[0], strerror(-child));
+        return (int)child;
     }
-    /* A PID named on the command line may be reused by another process once the target exits
-     * (noticed here only at the next liveness check): the kernel drops such samples. */
-    err = 0;
-    if (o.no_bpf) {
-        err = nobpf_open(&r.nobpf, r.collector, o.pid, o.frequency);
-    } else {
-        if (!o.command && start_time && start_time_checkable())
-            err = sampler_set_target_start(r.sampler, o.pid, start_time);
-        if (!err)
-            err = o.command ? sampler_add_pending(r.sampler, o.pid) : sampler_add_target(r.sampler, o.pid);
-    }
-    if (!err && r.sampler)
-        err = sampler_attach(r.sampler);
-    if (err && !r.sampler) {
-        fprintf(stderr, "pyebpf-sample: %s\n", strerror(-err));
-        goto out;
-    }
-    if (err) {
+    r->child = child;
+    r->child_running = true;
+    o->pid = child;
+    return 0;
+}
+
+/* Makes the target a target of the BPF program and attaches it. A PID named on the command line
+ * may be reused by another process once the target exits (noticed here only at the next liveness
+ * check): the kernel drops such samples. */
+static int start_bpf(struct run *r)
+{
+    const struct cli_options *o = r->o;
+    char msg[512];
+    int err = 0;
+
+    if (!o->command && r->start_time && start_time_checkable())
+        err = sampler_set_target_start(r->sampler, o->pid, r->start_time);
+    if (!err)
+        err = o->command ? sampler_add_pending(r->sampler, o->pid) : sampler_add_target(r->sampler, o->pid);
+    if (!err)
+        err = sampler_attach(r->sampler);
+    if (err)
         fprintf(stderr, "pyebpf-sample: %s\n",
-                sampler_strerror(sampler_failed_stage(r.sampler), err, msg, sizeof(msg)));
-        goto out;
-    }
+                sampler_strerror(sampler_failed_stage(r->sampler), err, msg, sizeof(msg)));
+    return err;
+}
 
+/* --no-bpf: the user-space timer that reads the target's Python threads. */
+static int start_nobpf(struct run *r)
+{
+    int err = nobpf_open(&r->nobpf, r->collector, r->o->pid, r->o->frequency);
+
+    if (err)
+        fprintf(stderr, "pyebpf-sample: %s\n", strerror(-err));
+    return err;
+}
+
+static void catch_signals(void)
+{
     struct sigaction sa = {.sa_handler = on_signal};
+
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+}
 
-    if (o.command) {
-        int e = 0;
+/* Lets the held command exec, now that sampling is set up; fails when the exec did. */
+static int release_command(struct run *r)
+{
+    int e = 0;
 
-        if (write(go_fd, "g", 1) != 1) {
-            fprintf(stderr, "pyebpf-sample: cannot release the command: %s\n", strerror(errno));
-            goto out;
-        }
-        close(go_fd);
-        go_fd = -1;
-        if (read(err_fd, &e, sizeof(e)) == sizeof(e)) {
-            fprintf(stderr, "pyebpf-sample: cannot run '%s': %s\n", o.command[0], strerror(e));
-            waitpid(child, &child_status, 0);
-            child_running = false;
-            goto out;
-        }
+    if (write(r->go_fd, "g", 1) != 1) {
+        fprintf(stderr, "pyebpf-sample: cannot release the command: %s\n", strerror(errno));
+        return -1;
     }
-    target_cmdline(o.pid, o.command, cmdline, sizeof(cmdline));
-    if (!o.quiet && r.sampler)
-        fprintf(stderr, "pyebpf-sample: sampling PID %d (%s) at %u Hz on %u CPUs%s\n", (int)o.pid, cmdline,
-                o.frequency, sampler_ncpus(r.sampler), o.duration ? "" : "; Ctrl-C to stop");
-    else if (!o.quiet)
+    close(r->go_fd);
+    r->go_fd = -1;
+    if (read(r->err_fd, &e, sizeof(e)) == sizeof(e)) {
+        fprintf(stderr, "pyebpf-sample: cannot run '%s': %s\n", r->o->command[0], strerror(e));
+        waitpid(r->child, &r->child_status, 0);
+        r->child_running = false;
+        return -1;
+    }
+    return 0;
+}
+
+static void announce(struct run *r)
+{
+    const struct cli_options *o = r->o;
+
+    target_cmdline(o->pid, o->command, r->cmdline, sizeof(r->cmdline));
+    if (!o->quiet && r->sampler)
+        fprintf(stderr, "pyebpf-sample: sampling PID %d (%s) at %u Hz on %u CPUs%s\n", (int)o->pid,
+                r->cmdline, o->frequency, sampler_ncpus(r->sampler), o->duration ? "" : "; Ctrl-C to stop");
+    else if (!o->quiet)
         fprintf(stderr, "pyebpf-sample: sampling the Python threads of PID %d (%s) at %u Hz, no BPF%s\n",
-                (int)o.pid, cmdline, o.frequency, o.duration ? "" : "; Ctrl-C to stop");
+                (int)o->pid, r->cmdline, o->frequency, o->duration ? "" : "; Ctrl-C to stop");
+}
 
-    /* Drain often enough that the ring never holds more than a quarter of its size when every
-     * CPU samples the target at full record size. */
-    if (r.sampler) {
-        double rec = sizeof(struct sample_event) + so.stack_copy + 8;
-        double per_s = rec * o.frequency * sampler_ncpus(r.sampler);
+/* Drain often enough that the ring never holds more than a quarter of its size when every CPU
+ * samples the target at full record size. */
+static uint64_t drain_interval(const struct run *r)
+{
+    const struct cli_options *o = r->o;
+    double rec = sizeof(struct sample_event) + stack_copy_bytes(o) + 8;
+    double per_s = rec * o->frequency * sampler_ncpus(r->sampler);
+    uint64_t interval_ns = (uint64_t)(sampler_ring_size(r->sampler) / 4 / per_s * 1e9);
 
-        interval_ns = (uint64_t)(sampler_ring_size(r.sampler) / 4 / per_s * 1e9);
-        if (interval_ns > 20000000)
-            interval_ns = 20000000;
-        /* Python stacks are read at drain time (until captured in the kernel): drain sooner. */
-        if (!o.no_python && interval_ns > PY_DRAIN_NS)
-            interval_ns = PY_DRAIN_NS;
-        if (interval_ns < 1000000)
-            interval_ns = 1000000;
+    if (interval_ns > 20000000)
+        interval_ns = 20000000;
+    /* Python stacks are read at drain time (until captured in the kernel): drain sooner. */
+    if (!o->no_python && interval_ns > PY_DRAIN_NS)
+        interval_ns = PY_DRAIN_NS;
+    if (interval_ns < 1000000)
+        interval_ns = 1000000;
+    return interval_ns;
+}
+
+/* Sleeps until the next drain and drains the ring. False when polling failed. */
+static bool drain_bpf(struct run *r, uint64_t *rng)
+{
+    /* Python stacks are read when records are drained: a drain period with jitter (50–150 %)
+     * keeps those reads from aliasing with a periodic workload. */
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(r->interval_ns / 2 + jitter(rng) % r->interval_ns)};
+
+    nanosleep(&ts, NULL);
+    return !(sampler_poll(r->sampler) < 0 && errno != EINTR);
+}
+
+/* Samples on the ticks before `until`. False (with a message) when sampling cannot go on. */
+static bool tick_nobpf(struct run *r, uint64_t until)
+{
+    int n = nobpf_tick(r->nobpf, until);
+
+    if (n == -ENOENT) {
+        fprintf(stderr,
+                "pyebpf-sample: PID %d is not a Python process: --no-bpf samples Python "
+                "frames only\n",
+                (int)r->o->pid);
+        r->nobpf_failed = true;
+        return false;
     }
-    r.setup_cpu_us = self_cpu_us();
+    if (n < 0 && n != -EINTR) {
+        fprintf(stderr, "pyebpf-sample: %s\n", strerror(-n));
+        r->nobpf_failed = true;
+        return false;
+    }
+    return true;
+}
+
+/* Samples until the target exits, the duration ends, a signal arrives or sampling fails; then
+ * stops the sampler and drains what is left. */
+static void sample(struct run *r)
+{
+    const struct cli_options *o = r->o;
+    struct progress pg;
+    uint64_t t0, t_end = 0, next_check;
+
+    r->interval_ns = r->sampler ? drain_interval(r) : 10000000;
+    r->setup_cpu_us = self_cpu_us();
     t0 = now_ns();
-    if (o.duration)
-        t_end = t0 + (uint64_t)(o.duration * 1e9);
+    if (o->duration)
+        t_end = t0 + (uint64_t)(o->duration * 1e9);
     next_check = t0 + ALIVE_CHECK_NS;
-    progress_start(&pg, stderr, o.quiet, t0);
+    progress_start(&pg, stderr, o->quiet, t0);
     uint64_t rng = t0 | 1;
 
     while (!exiting) {
-        /* Python stacks are read when records are drained: a drain period with jitter (50–150 %)
-         * keeps those reads from aliasing with a periodic workload. */
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(interval_ns / 2 + jitter(&rng) % interval_ns)};
         uint64_t now;
 
-        if (r.nobpf) {
-            /* Wake for the next tick, or for the next liveness check / end, whichever is first. */
-            int n = nobpf_tick(r.nobpf, t_end && t_end < next_check ? t_end : next_check);
-
-            if (n == -ENOENT) {
-                fprintf(stderr,
-                        "pyebpf-sample: PID %d is not a Python process: --no-bpf samples Python "
-                        "frames only\n",
-                        (int)o.pid);
-                nobpf_failed = true;
-                break;
-            }
-            if (n < 0 && n != -EINTR) {
-                fprintf(stderr, "pyebpf-sample: %s\n", strerror(-n));
-                nobpf_failed = true;
-                break;
-            }
-        } else {
-            nanosleep(&ts, NULL);
-            if (sampler_poll(r.sampler) < 0 && errno != EINTR)
-                break;
-        }
+        /* --no-bpf wakes for the next tick, or for the next liveness check / end, whichever is
+         * first. */
+        if (r->nobpf ? !tick_nobpf(r, t_end && t_end < next_check ? t_end : next_check) : !drain_bpf(r, &rng))
+            break;
         now = now_ns();
-        progress_poll(&pg, now, r.collector, r.sampler, r.collect_errors);
+        progress_poll(&pg, now, r->collector, r->sampler, r->collect_errors);
         if (t_end && now >= t_end)
             break;
         if (now < next_check)
             continue;
         next_check = now + ALIVE_CHECK_NS;
-        if (child_running) {
-            if (waitpid(child, &child_status, WNOHANG) == child) {
-                child_running = false;
-                target_gone = true;
+        if (r->child_running) {
+            if (waitpid(r->child, &r->child_status, WNOHANG) == r->child) {
+                r->child_running = false;
+                r->target_gone = true;
                 break;
             }
-        } else if (!target_alive(o.pid, start_time)) {
-            target_gone = true;
+        } else if (!target_alive(o->pid, r->start_time)) {
+            r->target_gone = true;
             break;
         }
     }
-    double duration = (now_ns() - t0) / 1e9;
+    r->duration = (now_ns() - t0) / 1e9;
 
     progress_clear(&pg);
 
-    r.stop_reason = target_gone ? "target_exited" : exiting ? "signal" : t_end ? "duration" : "error";
+    r->stop_reason = r->target_gone ? "target_exited" : exiting ? "signal" : t_end ? "duration" : "error";
 
-    if (r.sampler) {
-        sampler_detach(r.sampler);
-        sampler_poll(r.sampler);
-        sampler_counters(r.sampler, &sc);
+    if (r->sampler) {
+        sampler_detach(r->sampler);
+        sampler_poll(r->sampler);
+        sampler_counters(r->sampler, &r->sc);
     }
-    if (!o.quiet && target_gone)
-        fprintf(stderr, "pyebpf-sample: target PID %d exited\n", (int)o.pid);
+    if (!o->quiet && r->target_gone)
+        fprintf(stderr, "pyebpf-sample: target PID %d exited\n", (int)o->pid);
+}
 
-    profile_finish(&r.prof);
-    r.prof.meta.command = cmdline[0] ? strdup(cmdline) : NULL;
-    r.prof.meta.duration_s = duration;
-    r.prof.meta.frequency = o.frequency;
-    r.prof.meta.period_ns = 1000000000ull / o.frequency;
-    {
-        struct collect_stats cs;
+/* The profile, the summary table (profile in a file) and the statistics (--stats). */
+static int write_outputs(struct run *r)
+{
+    const struct cli_options *o = r->o;
+    struct collect_stats cs;
+    int err;
 
-        collect_stats(r.collector, &cs);
-        r.prof.meta.samples = cs.samples;
-    }
-    err = output_write(&r.prof, fmt, o.output);
+    profile_finish(&r->prof);
+    r->prof.meta.command = r->cmdline[0] ? strdup(r->cmdline) : NULL;
+    r->prof.meta.duration_s = r->duration;
+    r->prof.meta.frequency = o->frequency;
+    r->prof.meta.period_ns = 1000000000ull / o->frequency;
+    collect_stats(r->collector, &cs);
+    r->prof.meta.samples = cs.samples;
+    err = output_write(&r->prof, r->fmt, o->output);
     if (err) {
-        fprintf(stderr, "pyebpf-sample: cannot write %s: %s\n", strcmp(o.output, "-") ? o.output : "stdout",
+        fprintf(stderr, "pyebpf-sample: cannot write %s: %s\n", strcmp(o->output, "-") ? o->output : "stdout",
                 strerror(-err));
-        goto out;
+        return err;
     }
-    if (!o.quiet && strcmp(o.output, "-")) {
-        fprintf(stderr, "pyebpf-sample: wrote %s (%s), ", o.output, output_format_name(fmt));
-        summary_print(&r.prof, stderr, 10);
+    if (!o->quiet && strcmp(o->output, "-")) {
+        fprintf(stderr, "pyebpf-sample: wrote %s (%s), ", o->output, output_format_name(r->fmt));
+        summary_print_by(&r->prof, stderr, 10, o->summary_by_line ? SUMMARY_BY_LINE : SUMMARY_BY_FUNCTION);
     }
-    if (o.stats)
-        print_stats(stderr, &r, duration, sc.lost, sc.matched, &sc);
-    if (!o.quiet && r.prof.meta.samples == 0)
+    if (o->stats)
+        print_stats(stderr, r);
+    if (!o->quiet && r->prof.meta.samples == 0)
         fprintf(stderr, "pyebpf-sample: no samples (the target used no CPU while sampled)\n");
-    ret = nobpf_failed ? 1 : 0;
-    goto out;
-oom:
-    fprintf(stderr, "pyebpf-sample: out of memory\n");
-out:
-    if (go_fd >= 0)
-        close(go_fd); /* an unreleased child reads EOF and exits */
-    if (err_fd >= 0)
-        close(err_fd);
-    if (child_running) {
+    return 0;
+}
+
+/* Stops a launched command that outlived sampling and frees everything, in reverse order. */
+static void cleanup(struct run *r)
+{
+    if (r->go_fd >= 0)
+        close(r->go_fd); /* an unreleased child reads EOF and exits */
+    if (r->err_fd >= 0)
+        close(r->err_fd);
+    if (r->child_running) {
         /* Sampling stopped before the command ended (signal, duration): stop it too, but never
          * hang on a command that ignores SIGTERM. */
-        kill(child, SIGTERM);
-        for (int i = 0; i < 200 && waitpid(child, &child_status, WNOHANG) == 0; i++)
+        kill(r->child, SIGTERM);
+        for (int i = 0; i < 200 && waitpid(r->child, &r->child_status, WNOHANG) == 0; i++)
             usleep(10000);
-        if (kill(child, 0) == 0 && waitpid(child, &child_status, WNOHANG) == 0)
+        if (kill(r->child, 0) == 0 && waitpid(r->child, &r->child_status, WNOHANG) == 0)
             fprintf(stderr, "pyebpf-sample: command PID %d ignored SIGTERM and is still running\n",
-                    (int)child);
-    } else if (child && !target_gone) {
-        waitpid(child, &child_status, WNOHANG);
+                    (int)r->child);
+    } else if (r->child && !r->target_gone) {
+        waitpid(r->child, &r->child_status, WNOHANG);
     }
-    if (r.sampler)
-        sampler_close(r.sampler);
-    nobpf_close(r.nobpf);
-    collect_close(r.collector);
-    maps_free(&r.maps);
-    profile_free(&r.prof);
+    if (r->sampler)
+        sampler_close(r->sampler);
+    nobpf_close(r->nobpf);
+    collect_close(r->collector);
+    maps_free(&r->maps);
+    profile_free(&r->prof);
+}
+
+int main(int argc, char **argv)
+{
+    struct cli_options o = {0};
+    struct run r = {.o = &o, .go_fd = -1, .err_fd = -1};
+    int err, ret = 1;
+
+    if (argc > 1 && !strcmp(argv[1], "render"))
+        return render_main(argc - 1, argv + 1);
+    err = parse_options(argc, argv, &o, &r.fmt);
+    if (err)
+        return err > 0 ? 0 : 2;
+    if (o.pid && check_target(&r))
+        return 1;
+
+    if (open_collector(&r))
+        goto out;
+    if (!o.no_bpf && open_sampler(&r))
+        goto out;
+    if (o.command && launch_command(&r))
+        goto out;
+    if (o.no_bpf ? start_nobpf(&r) : start_bpf(&r))
+        goto out;
+    catch_signals();
+    if (o.command && release_command(&r))
+        goto out;
+    announce(&r);
+
+    sample(&r);
+
+    if (write_outputs(&r))
+        goto out;
+    ret = r.nobpf_failed ? 1 : 0;
+out:
+    cleanup(&r);
     return ret;
 }

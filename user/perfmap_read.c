@@ -5,12 +5,11 @@
 #include "perfmap_read.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+
+#include "readfile.h"
 
 #define PERFMAP_READ_MAX_FILE (1u << 30)
 
@@ -144,34 +143,12 @@ oom:
 int perfmap_read_file(const char *path, struct perfmap_read_table *t)
 {
     memset(t, 0, sizeof(*t));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    int err = 0;
-    if (fstat(fd, &st) < 0)
-        err = -errno;
-    else if (!S_ISREG(st.st_mode))
-        err = -EINVAL;
-    else if ((uint64_t)st.st_size > PERFMAP_READ_MAX_FILE)
-        err = -EFBIG;
-    char *buf = err ? NULL : malloc((size_t)st.st_size + 1);
-    if (!err && !buf)
-        err = -ENOMEM;
-    size_t got = 0;
-    while (!err && got < (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            err = -errno;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    if (!err)
-        err = perfmap_read_buf(buf, got, t);
+    char *buf;
+    size_t len;
+    int err = readfile(path, PERFMAP_READ_MAX_FILE, 0, &buf, &len);
+    if (err)
+        return err;
+    err = perfmap_read_buf(buf, len, t);
     free(buf);
     return err;
 }

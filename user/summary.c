@@ -3,12 +3,16 @@
  *
  *   12000 samples, top 10 by self time:
  *     self%  total%  function
- *     41.20   41.20  work (/app/x.py:3)
+ *     41.20   41.20  work (/app/x.py)
  *     ...
  *
+ * One row per function: the samples of all lines of a Python function (same name and file) add
+ * up, as in py-spy's and perf's tables; SUMMARY_BY_LINE keeps one row per line instead.
  * self: samples whose leaf is the function; total: samples with the function anywhere on the
- * stack, counted once per stack even when it recurses.
+ * stack, counted once per stack even when it recurses (also from another of its lines).
  */
+#include "summary.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +20,7 @@
 #include "output.h"
 
 struct row {
-    uint32_t frame;
+    uint32_t frame; /* the frame that names the row */
     uint64_t self, total;
 };
 
@@ -30,17 +34,47 @@ static int by_self(const void *a, const void *b)
     return x->frame < y->frame ? -1 : x->frame > y->frame;
 }
 
-int summary_print(const struct profile *p, FILE *f, unsigned topn)
+/* The row of each frame of `v` into group[0..nframes): by function, a frame with a line goes to
+ * the frame of the same kind, name and file without one (interned into `v`, so its label reads
+ * "name (file)" and frames compare by index). Returns 0 or -ENOMEM. */
+static int group_frames(struct profile *v, enum summary_group by, uint32_t *group)
+{
+    uint32_t n = v->nframes;
+    for (uint32_t i = 0; i < n; i++) {
+        struct frame f = v->frames[i]; /* a copy: interning may move the array */
+        group[i] = i;
+        if (by == SUMMARY_BY_LINE || !f.line)
+            continue;
+        int64_t g = profile_frame(v, f.kind, f.name, f.file, 0);
+        if (g < 0)
+            return (int)g;
+        group[i] = (uint32_t)g;
+    }
+    return 0;
+}
+
+int summary_print_by(const struct profile *p, FILE *f, unsigned topn, enum summary_group by)
 {
     struct profile v;
     int rc = output_view(p, &v);
     if (rc)
         return rc;
-    struct row *rows = calloc(v.nframes + 1, sizeof(*rows));
-    uint32_t *stamp = calloc(v.nframes + 1, sizeof(*stamp));
+    uint32_t nframes = v.nframes; /* those on stacks; grouping may add more */
+    struct row *rows = NULL;
+    uint32_t *stamp = NULL;
+    uint32_t *group = malloc((nframes + 1) * sizeof(*group));
     uint32_t *path = malloc(FOLDED_MAX_DEPTH * sizeof(*path));
     char *label = malloc(4096);
-    if (!rows || !stamp || !path || !label) {
+    if (!group || !path || !label) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    rc = group_frames(&v, by, group);
+    if (rc)
+        goto out;
+    rows = calloc(v.nframes + 1, sizeof(*rows));
+    stamp = calloc(v.nframes + 1, sizeof(*stamp));
+    if (!rows || !stamp) {
         rc = -ENOMEM;
         goto out;
     }
@@ -50,14 +84,14 @@ int summary_print(const struct profile *p, FILE *f, unsigned topn)
         uint64_t self = v.nodes[n].self;
         if (!self)
             continue;
-        rows[v.nodes[n].frame].self += self;
+        rows[group[v.nodes[n].frame]].self += self;
         size_t d = profile_stack(&v, n, path, FOLDED_MAX_DEPTH);
         for (size_t i = 0; i < d; i++) {
-            uint32_t fi = v.nodes[path[i]].frame;
-            if (stamp[fi] == n) /* recursion: once per stack */
+            uint32_t g = group[v.nodes[path[i]].frame];
+            if (stamp[g] == n) /* recursion: once per stack */
                 continue;
-            stamp[fi] = n;
-            rows[fi].total += self;
+            stamp[g] = n;
+            rows[g].total += self;
         }
     }
     qsort(rows, v.nframes, sizeof(*rows), by_self);
@@ -74,8 +108,14 @@ int summary_print(const struct profile *p, FILE *f, unsigned topn)
 out:
     free(rows);
     free(stamp);
+    free(group);
     free(path);
     free(label);
     profile_free(&v);
     return rc;
+}
+
+int summary_print(const struct profile *p, FILE *f, unsigned topn)
+{
+    return summary_print_by(p, f, topn, SUMMARY_BY_FUNCTION);
 }

@@ -82,13 +82,22 @@ check "stderr not a tty: no status line" bash -c "! grep -aq \$'\\r' '$TMP/plain
 check "stderr not a tty: summary table (self%, total%, function)" \
     bash -c "grep -q 'top 10 by self time' '$TMP/plain.err' && grep -qE '^ +self% +total% +function' '$TMP/plain.err'"
 # the table's rows are real: the top function's self% matches its share in the folded output
+# (one row per function: the leaves "f (file:LINE)" of all its lines add up to "f (file)")
 top=$(awk '/function$/ { getline; print; exit }' "$TMP/plain.err")
 top_fn=$(echo "$top" | awk '{ $1 = $2 = ""; sub(/^ +/, ""); print }')
 top_self=$(echo "$top" | awk '{ print $1 }')
 want=$(awk -v f="$top_fn" '{ n = $NF; s += n; st = $0; sub(/ [0-9]+$/, "", st); k = split(st, a, ";")
-    if (a[k] == f) m += n } END { if (s) printf "%.2f", 100 * m / s }' "$TMP/plain.folded")
+    sub(/:[0-9]+\)$/, ")", a[k]); if (a[k] == f) m += n } END { if (s) printf "%.2f", 100 * m / s }' "$TMP/plain.folded")
 check "summary: top self% ($top_fn $top_self) equals its leaf share in the folded file ($want)" \
     [ -n "$want" -a "$top_self" = "$want" ]
+# --summary-by-line: a row per line, each the exact leaf share of that frame in the folded file
+"$S" --summary-by-line -o "$TMP/line.folded" -- "$PY" "$TMP/spin.py" 0.5 2> "$TMP/line.err" > /dev/null
+check "--summary-by-line: every row's self% is the leaf share of that exact frame" awk '
+    FNR == NR { n = $NF; s += n; st = $0; sub(/ [0-9]+$/, "", st); k = split(st, a, ";"); m[a[k]] += n; next }
+    /function$/ { on = 1; next }
+    on && NF >= 3 { f = $0; sub(/^ +[0-9.]+ +[0-9.]+  /, "", f); rows++
+        if (sprintf("%.2f", 100 * m[f] / s) != $1) bad = 1; if (f ~ /:[0-9]+\)$/) lines++ }
+    END { exit bad || !rows || !lines }' "$TMP/line.folded" "$TMP/line.err"
 "$S" -- "$PY" "$TMP/spin.py" 0.5 2> "$TMP/stdout.err" > "$TMP/stdout.folded"
 check "profile to stdout: no summary table" bash -c "! grep -q 'self%' '$TMP/stdout.err' && [ -s '$TMP/stdout.folded' ]"
 
@@ -97,7 +106,7 @@ check "profile to stdout: no summary table" bash -c "! grep -q 'self%' '$TMP/std
 check "render: folded -> svg exits 0" [ $? -eq 0 ]
 check "render: svg is well-formed XML with the top function" \
     "$PY" -c "import sys, xml.etree.ElementTree as E; t = ' '.join(E.parse(sys.argv[1]).getroot().itertext())
-sys.exit(0 if sys.argv[2] in t else 1)" "$TMP/r.svg" "$top_fn"
+sys.exit(0 if sys.argv[2] in t else 1)" "$TMP/r.svg" "${top_fn%)}"
 check "render: summary on stderr" grep -q 'top 10 by self time' "$TMP/r.err"
 "$S" render - -f speedscope < "$TMP/plain.folded" > "$TMP/r.json" 2> /dev/null
 check "render: stdin -> speedscope JSON on stdout" \
