@@ -626,6 +626,8 @@ int main(int argc, char **argv)
     if (o.pid && check_target(&r))
         return 1;
 
+    /* From here a signal ends the run with what it has, even while BPF is still loading. */
+    catch_signals();
     if (open_collector(&r))
         goto out;
     if (!o.no_bpf && open_sampler(&r))
@@ -634,10 +636,10 @@ int main(int argc, char **argv)
         goto out;
     if (o.no_bpf ? start_nobpf(&r) : start_bpf(&r))
         goto out;
-    catch_signals();
-    if (o.command && release_command(&r))
+    if (o.command && !exiting && release_command(&r))
         goto out;
-    announce(&r);
+    if (!exiting)
+        announce(&r);
 
     sample(&r);
 

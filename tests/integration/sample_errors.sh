@@ -107,6 +107,16 @@ wait "$col"; rc=$?
 check "SIGINT: exit 0 and profile written" bash -c "[ $rc -eq 0 ] && [ -s '$TMP/int.folded' ]"
 kill "$busy"; wait "$busy" 2> /dev/null
 
+# a signal while BPF is still loading ends the run as cleanly as one during sampling
+"$S" -F 499 --stats -o "$TMP/early.folded" -- "$P/callgraph" 30 2> "$TMP/early.err" & col=$!
+sleep 0.05
+kill -TERM "$col"
+wait "$col"; rc=$?
+check "SIGTERM during setup: exit 0, stats say signal" \
+    bash -c "[ $rc -eq 0 ] && grep -q '^stopped_by: signal$' '$TMP/early.err'"
+check "SIGTERM during setup: the held command does not run on" \
+    bash -c "sleep 0.5; ! pgrep -f '^$P/callgraph 30$' > /dev/null"
+
 # duration shorter than the launched command: the command is stopped, output written
 run "$S" -q -F 499 -d 1 -o "$TMP/dur.folded" -- "$P/callgraph" 30
 check "duration ends the run: exit 0, output written" \
