@@ -5,6 +5,7 @@
  */
 #include "maps.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -128,10 +129,58 @@ int maps_parse(struct maps *m, char *text)
     return 0;
 }
 
-int maps_read(struct maps *m, pid_t pid)
+/* Whether the thread whose /proc directory is dir has exited (zombie or dead); false when its
+ * state cannot be read. */
+static bool exited(const char *dir)
 {
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+    char path[96], buf[512], *c;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/stat", dir);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT || errno == ESRCH;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = 0;
+    c = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+    return c && c[1] == ' ' && (c[2] == 'Z' || c[2] == 'X');
+}
+
+int maps_live_dir(pid_t pid, char *dir, size_t size)
+{
+    char task[48];
+    struct dirent *d;
+    int err = -ESRCH;
+    DIR *td;
+
+    snprintf(dir, size, "/proc/%d", (int)pid);
+    if (!exited(dir))
+        return 0;
+    snprintf(task, sizeof(task), "/proc/%d/task", (int)pid);
+    td = opendir(task);
+    if (!td)
+        return errno == ENOENT ? -ESRCH : -errno;
+    while (err && (d = readdir(td))) {
+        if (d->d_name[0] < '1' || d->d_name[0] > '9' || atoi(d->d_name) == (int)pid)
+            continue;
+        snprintf(dir, size, "/proc/%d/task/%.16s", (int)pid, d->d_name);
+        if (!exited(dir))
+            err = 0;
+    }
+    closedir(td);
+    if (err)
+        snprintf(dir, size, "/proc/%d", (int)pid);
+    return err;
+}
+
+static int read_file(struct maps *m, const char *dir)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "%s/maps", dir);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
@@ -164,6 +213,35 @@ int maps_read(struct maps *m, pid_t pid)
     }
     buf[len] = '\0';
     return maps_parse(m, buf);
+}
+
+int maps_read_at(struct maps *m, pid_t pid, char *dir, size_t size)
+{
+    char own[64];
+    int err;
+
+    if (!dir) {
+        dir = own;
+        size = sizeof(own);
+    }
+    snprintf(dir, size, "/proc/%d", (int)pid);
+    err = read_file(m, dir);
+    if (err || m->n)
+        return err;
+    /* Empty: a kernel thread (whose maps are empty indeed), or a leader that exited while its
+     * threads run on. */
+    if (maps_live_dir(pid, dir, size) || !strstr(dir, "/task/"))
+        return 0;
+    maps_free(m);
+    err = read_file(m, dir);
+    if (err)
+        snprintf(dir, size, "/proc/%d", (int)pid);
+    return err;
+}
+
+int maps_read(struct maps *m, pid_t pid)
+{
+    return maps_read_at(m, pid, NULL, 0);
 }
 
 const struct map_entry *maps_find(const struct maps *m, uint64_t addr)

@@ -36,8 +36,16 @@ struct maps {
 
 /* Parses maps text (modified in place and owned by m afterwards; it must be malloc'ed). */
 int maps_parse(struct maps *m, char *text);
-/* Reads and parses /proc/PID/maps. */
+/* Reads and parses /proc/PID/maps; when that is empty (the leader thread exited: a zombie's maps,
+ * mem and root are empty while the other threads run on in the same address space), the maps of a
+ * live thread, /proc/PID/task/TID/maps. */
 int maps_read(struct maps *m, pid_t pid);
+/* maps_read that also says which /proc directory it read ("/proc/PID" or "/proc/PID/task/TID"):
+ * the one to take mem and root from as well. */
+int maps_read_at(struct maps *m, pid_t pid, char *dir, size_t size);
+/* The /proc directory of a thread of pid that is not a zombie: "/proc/PID" while the leader runs.
+ * 0, or -ESRCH when every thread has exited. */
+int maps_live_dir(pid_t pid, char *dir, size_t size);
 /* The entry containing addr, or NULL. O(log n). */
 const struct map_entry *maps_find(const struct maps *m, uint64_t addr);
 /* Path's last component (the whole path when it has no '/'). */

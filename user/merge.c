@@ -141,6 +141,7 @@ int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct
                 unsigned pyflags, uint32_t *out, size_t max, bool *error)
 {
     size_t n = 0, evals = 0, groups = 0, outer = 0, i, p = 0, skip_evals = 0, skip_groups = 0, j = 0;
+    bool empty = false; /* the leaf-most group holds no Python frame (a leaf shim) */
 
     *error = false;
     for (i = 0; i < nn; i++)
@@ -156,6 +157,9 @@ int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct
     }
     if ((pyflags & PYSTACK_BROKEN) || !py_trusted(m, py, np))
         np = 0; /* a chain that ended early may carry an entry flag where none belongs */
+    else if ((pyflags & PYSTACK_LEAF_SHIM) && np)
+        empty = true; /* read at the sample instant: the innermost eval-loop call, on its way out */
+    groups = empty;
     for (i = 0; i < np; i++)
         if (py[i].entry)
             groups++;
@@ -166,6 +170,7 @@ int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct
         /* A partial read (truncated or broken chain) has no root to pair from: untrusted. */
         np = 0;
         groups = 0;
+        empty = false;
     }
     if (evals != groups) {
         /* Pair from the root, where stacks last longest: the leaf-most surplus eval-loop frames
@@ -181,6 +186,10 @@ int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct
         } else {
             skip_groups = groups - evals;
             PUT((uint32_t)m->error_frame);
+            if (empty) {
+                empty = false;
+                skip_groups--;
+            }
             for (; p < np && skip_groups; p++)
                 if (py[p].entry)
                     skip_groups--;
@@ -194,6 +203,8 @@ int merge_stack(struct merge *m, const uint32_t *native, size_t nn, const struct
         if (c == MERGE_C_EVAL) {
             if (j++ < skip_evals) {
                 PUT((uint32_t)m->error_frame);
+            } else if (empty) {
+                empty = false; /* its Python frames are gone: it adds none */
             } else {
                 for (; p < np; p++) {
                     PUT(py[p].frame);

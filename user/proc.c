@@ -48,7 +48,8 @@ struct symslot {
 
 struct proc {
     pid_t pid;
-    char root[32];
+    char dir[48];  /* /proc/PID, or /proc/PID/task/TID once the leader exited (maps_read_at) */
+    char root[64]; /* dir + "/root" */
     struct maps maps;
     struct mod *mods;         /* parallel to maps.v */
     struct strpool paths;     /* module paths handed out */
@@ -138,10 +139,7 @@ int proc_open(struct proc **out, pid_t pid)
     if (!p)
         return -ENOMEM;
     p->pid = pid;
-    snprintf(p->root, sizeof(p->root), "/proc/%d/root", (int)pid);
-    char mem[64];
-    snprintf(mem, sizeof(mem), "/proc/%d/mem", (int)pid);
-    p->mem_fd = open(mem, O_RDONLY | O_CLOEXEC); /* may be refused: JIT shapes and vDSO fall back */
+    p->mem_fd = -1; /* opened by proc_refresh, with root: from the directory the maps came from */
     p->tramp_ok = cfi_table_init(&p->tramp, TRAMP_EH, sizeof(TRAMP_EH), 0, false, NULL, 0, 0) == 0;
     int err = 0;
     if (!shared_cache)
@@ -284,12 +282,30 @@ static void keep_former(struct proc *p, struct elf_file *f)
     p->former[p->nformer++] = f;
 }
 
+/* Root and mem from dir: /proc/PID, or a live thread's directory once the leader exited (its
+ * root and mem are gone with its mm and fs; the process's address space lives on). */
+static void use_dir(struct proc *p, const char *dir)
+{
+    char mem[64];
+
+    if (p->dir[0] && !strcmp(p->dir, dir))
+        return;
+    snprintf(p->dir, sizeof(p->dir), "%s", dir);
+    snprintf(p->root, sizeof(p->root), "%s/root", dir);
+    snprintf(mem, sizeof(mem), "%s/mem", dir);
+    if (p->mem_fd >= 0)
+        close(p->mem_fd);
+    p->mem_fd = open(mem, O_RDONLY | O_CLOEXEC); /* may be refused: JIT shapes and vDSO fall back */
+}
+
 int proc_refresh(struct proc *p)
 {
     struct maps m;
-    int err = maps_read(&m, p->pid);
+    char dir[48];
+    int err = maps_read_at(&m, p->pid, dir, sizeof(dir));
     if (err)
         return err;
+    use_dir(p, dir);
     struct mod *mods = calloc(m.n ? m.n : 1, sizeof(*mods));
     if (!mods) {
         maps_free(&m);

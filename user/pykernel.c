@@ -288,6 +288,13 @@ static bool frames_sound(const struct pykernel *pk, const struct pystack_frame *
     return true;
 }
 
+/* Whether the captured chain starts (leaf side) with an eval-loop entry shim: the merge pairs the
+ * innermost eval-loop frame with no Python frame then (symbolizing drops the shim). */
+static bool leaf_shim(struct pystack *ps, const struct pystack_raw *raw, size_t n)
+{
+    return n && pystack_runtime(ps)->L.minor >= 12 && raw[0].owner >= PYRT_OWNED_BY_CSTACK;
+}
+
 int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample_event *ev, size_t len,
                     struct pystack_frame *out, size_t max, unsigned *flags, bool *in_kernel)
 {
@@ -298,6 +305,8 @@ int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample
         *in_kernel = false;
     n = pykernel_decode(ev, len, pk->raw, MAX_RAW, &truncated);
     if (n >= 0) {
+        bool shim = leaf_shim(ps, pk->raw, (size_t)n);
+
         n = pystack_symbolize(ps, pk->raw, (size_t)n, truncated, out, max);
         if (n < 0 || !pk->prof || frames_sound(pk, out, n)) {
             pk->st.samples_in_kernel++;
@@ -305,7 +314,7 @@ int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample
             if (truncated)
                 pk->st.truncated++;
             if (flags)
-                *flags = truncated ? PYSTACK_TRUNCATED : 0;
+                *flags = (truncated ? PYSTACK_TRUNCATED : 0) | (shim ? PYSTACK_LEAF_SHIM : 0);
             if (in_kernel)
                 *in_kernel = true;
             return n;

@@ -163,6 +163,16 @@ static const uint8_t callee_saved[] = {CFI_REG_RBX, CFI_REG_RBP, CFI_REG_R12, CF
 
 enum step { STEP_OK, STEP_END, STEP_STOP };
 
+/* A callee-saved register whose save slot lies below the frame's stack pointer has been restored
+ * already: a function frees its frame only after reloading those registers, and its CFI keeps
+ * the slot until the return (GCC's epilogue `mov -0x18(%rbp),%rbx; leave; ret` says "rbx at
+ * CFA-40, rbp at CFA-16" up to the ret). The slot is outside the copy (it starts at the sampled
+ * sp), and the register holds the caller's value. */
+static bool below_sp(const struct state *s, unsigned reg, uint64_t addr)
+{
+    return reg != CFI_REG_RIP && reg != CFI_REG_RSP && addr < s->r[CFI_REG_RSP] && (s->valid & BIT(reg));
+}
+
 static enum step dwarf_step(const struct cfi_row *row, struct state *s, struct copy *cp, unsigned *stop)
 {
     uint64_t cfa;
@@ -207,7 +217,12 @@ static enum step dwarf_step(const struct cfi_row *row, struct state *s, struct c
         case CFI_RULE_UNDEFINED:
             continue;
         case CFI_RULE_OFFSET:
-            err = read_word(cp, cfa + (uint64_t)rule->off, &v);
+            addr = cfa + (uint64_t)rule->off;
+            if (below_sp(s, reg, addr)) {
+                v = s->r[reg];
+                break;
+            }
+            err = read_word(cp, addr, &v);
             break;
         case CFI_RULE_VAL_OFFSET:
             v = cfa + (uint64_t)rule->off;
@@ -270,6 +285,12 @@ static enum step fast_step(const struct slot *sl, struct state *s, struct copy *
         uint64_t v;
         switch (fr->kind) {
         case CFI_RULE_OFFSET:
+            if (fr->reg != CFI_REG_RIP && cfa + (uint64_t)(int64_t)fr->off < old_sp) {
+                /* restored already (see below_sp); the register still holds its value */
+                if (old_valid & BIT(fr->reg))
+                    s->valid |= BIT(fr->reg);
+                continue;
+            }
             if (read_word(cp, cfa + (uint64_t)(int64_t)fr->off, &v)) {
                 if (fr->reg == CFI_REG_RIP || fr->reg == CFI_REG_RSP) {
                     *stop |= UNWIND_STOP_STACK;

@@ -186,3 +186,35 @@ if [ "$a" = "$b" ]; then
 else
     fail "PID reuse: the new process got the target's PID" "target $a, new process $b"
 fi
+
+# -- the leader thread exits, a worker runs on ------------------------------------------------
+# The leader of leaderexit calls pthread_exit: it stays a zombie whose /proc/PID/maps, mem and
+# root are empty. The worker's native frames are named from a live thread's
+# /proc/PID/task/TID/maps (and its CFI files through that thread's root: the -nofp build).
+need_file "$P/leaderexit"
+for prog in leaderexit leaderexit-nofp; do
+    : > "$TMP/$prog.out"
+    "$P/$prog" 20 > "$TMP/$prog.out" &
+    lp=$!
+    for _ in $(seq 50); do
+        grep -q '^READY' "$TMP/$prog.out" && break
+        sleep 0.1
+    done
+    for _ in $(seq 50); do
+        [ "$(awk '{print $3}' "/proc/$lp/stat" 2> /dev/null)" = Z ] && break
+        sleep 0.1
+    done
+    maps=$(wc -c < "/proc/$lp/maps")
+    "$S" -q -F 499 -d 2 --stats -o "$TMP/$prog.folded" "$lp" 2> "$TMP/$prog.err"
+    rc=$?
+    kill "$lp" 2> /dev/null
+    wait "$lp" 2> /dev/null
+    read -r total named unk < <(awk '{t += $NF} /start_thread;worker_main;leader_gone_spin( |;)/ {n += $NF}
+        /\[unknown\]/ {u += $NF} END {print t + 0, n + 0, u + 0}' "$TMP/$prog.folded")
+    if [ "$rc" = 0 ] && [ "$maps" = 0 ] && [ "$total" -ge 100 ] && [ $((named * 100)) -ge $((total * 95)) ] &&
+        [ "$unk" = 0 ]; then
+        pass "leader exited ($prog, /proc/PID/maps empty): $named of $total samples named start_thread;worker_main;leader_gone_spin, no [unknown]"
+    else
+        fail "leader exited ($prog): worker frames named" "rc $rc, maps $maps bytes, $named of $total named, $unk [unknown]: $(sort -k2 -n "$TMP/$prog.folded" | tail -2 | cut -c1-200)"
+    fi
+done
