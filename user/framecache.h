@@ -1,0 +1,50 @@
+/*
+ * framecache — address → profile frame index, for the collector's hot path.
+ *
+ * Return addresses repeat from sample to sample; symbolising one (proc) and interning the result
+ * (profile_frame: hashing and comparing the symbol and module strings) costs far more than the
+ * unwind step that found it. The collector keeps one cache per target process:
+ *
+ *     (address, leaf or return address)  →  frame index, flags
+ *
+ * valid for one generation of what the address means (proc_generation: mappings and JIT
+ * publications as last read). A lookup with another generation empties the cache first, so an
+ * entry never outlives the mappings or JIT regions it was made from. Profile frame indices never
+ * change, so the values need no other invalidation. Direct-mapped: a collision replaces the older
+ * entry, and the address is symbolised again (slower, never wrong).
+ */
+#ifndef PYEBPF_FRAMECACHE_H
+#define PYEBPF_FRAMECACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define FCACHE_BITS 12 /* 4096 slots, 64 KiB: the distinct return addresses of most programs */
+
+/* Flags stored with a frame (besides the kind of address). */
+#define FCACHE_UNKNOWN 1u /* the frame names no symbol (counted as unknown on every use) */
+
+struct fcache_slot {
+    uint64_t addr;
+    uint32_t frame;
+    uint32_t tag; /* 0: empty; else 1 | leaf << 1 | flags << 2 */
+};
+
+struct fcache {
+    struct fcache_slot *slots; /* NULL until the first fcache_put */
+    uint64_t gen;              /* generation of every entry */
+    uint64_t hits, misses, flushes;
+};
+
+/* Frees the slots; the struct may be reused (it is then empty, as when zeroed). */
+void fcache_free(struct fcache *fc);
+
+/* The frame of (addr, leaf) at generation `gen`: true with *frame and *flags, or false (counted
+ * as a miss). A generation other than the cache's empties it first. */
+bool fcache_get(struct fcache *fc, uint64_t gen, uint64_t addr, bool leaf, uint32_t *frame, unsigned *flags);
+
+/* Remembers (addr, leaf) → frame for generation `gen` (emptying the cache when `gen` differs).
+ * Returns 0 or -ENOMEM (then nothing is cached; lookups keep missing). */
+int fcache_put(struct fcache *fc, uint64_t gen, uint64_t addr, bool leaf, uint32_t frame, unsigned flags);
+
+#endif
