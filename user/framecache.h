@@ -39,9 +39,36 @@ struct fcache {
 /* Frees the slots; the struct may be reused (it is then empty, as when zeroed). */
 void fcache_free(struct fcache *fc);
 
+/* Empties the cache when `gen` is not its generation (fcache_get and fcache_put call it). */
+void fcache_set_gen(struct fcache *fc, uint64_t gen);
+
+static inline uint32_t fcache_slot_of(uint64_t addr, bool leaf)
+{
+    return (uint32_t)((((addr << 1) | leaf) * 0x9e3779b97f4a7c15ull) >> (64 - FCACHE_BITS));
+}
+
 /* The frame of (addr, leaf) at generation `gen`: true with *frame and *flags, or false (counted
- * as a miss). A generation other than the cache's empties it first. */
-bool fcache_get(struct fcache *fc, uint64_t gen, uint64_t addr, bool leaf, uint32_t *frame, unsigned *flags);
+ * as a miss). A generation other than the cache's empties it first. Inline: it runs once per
+ * frame of every sample. */
+static inline bool fcache_get(struct fcache *fc, uint64_t gen, uint64_t addr, bool leaf, uint32_t *frame,
+                              unsigned *flags)
+{
+    const struct fcache_slot *s;
+
+    if (fc->gen != gen)
+        fcache_set_gen(fc, gen);
+    if (fc->slots) {
+        s = &fc->slots[fcache_slot_of(addr, leaf)];
+        if (s->addr == addr && (s->tag & 3u) == (1u | (uint32_t)leaf << 1)) {
+            *frame = s->frame;
+            *flags = s->tag >> 2;
+            fc->hits++;
+            return true;
+        }
+    }
+    fc->misses++;
+    return false;
+}
 
 /* Remembers (addr, leaf) → frame for generation `gen` (emptying the cache when `gen` differs).
  * Returns 0 or -ENOMEM (then nothing is cached; lookups keep missing). */
