@@ -11,7 +11,9 @@
  * publications as last read). A lookup with another generation empties the cache first, so an
  * entry never outlives the mappings or JIT regions it was made from. Profile frame indices never
  * change, so the values need no other invalidation. Direct-mapped: a collision replaces the older
- * entry, and the address is symbolised again (slower, never wrong).
+ * entry, and the address is symbolised again (slower, never wrong). The table starts small (a
+ * target with --children may be one of thousands of short processes) and doubles, up to
+ * 1 << FCACHE_MAX_BITS slots, once collisions have replaced as many entries as it has slots.
  */
 #ifndef PYEBPF_FRAMECACHE_H
 #define PYEBPF_FRAMECACHE_H
@@ -19,7 +21,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define FCACHE_BITS 12 /* 4096 slots, 64 KiB: the distinct return addresses of most programs */
+#define FCACHE_MIN_BITS 8  /* 256 slots, 4 KiB */
+#define FCACHE_MAX_BITS 14 /* 16384 slots, 256 KiB: the return addresses busy programs run through */
 
 /* Flags stored with a frame (besides the kind of address). */
 #define FCACHE_UNKNOWN 1u /* the frame names no symbol (counted as unknown on every use) */
@@ -33,6 +36,8 @@ struct fcache_slot {
 struct fcache {
     struct fcache_slot *slots; /* NULL until the first fcache_put */
     uint64_t gen;              /* generation of every entry */
+    unsigned bits;             /* 1 << bits slots (0 before the first fcache_put) */
+    uint32_t replaced;         /* live entries replaced by collisions since the last growth */
     uint64_t hits, misses, flushes;
 };
 
@@ -42,9 +47,9 @@ void fcache_free(struct fcache *fc);
 /* Empties the cache when `gen` is not its generation (fcache_get and fcache_put call it). */
 void fcache_set_gen(struct fcache *fc, uint64_t gen);
 
-static inline uint32_t fcache_slot_of(uint64_t addr, bool leaf)
+static inline uint32_t fcache_slot_of(uint64_t addr, bool leaf, unsigned bits)
 {
-    return (uint32_t)((((addr << 1) | leaf) * 0x9e3779b97f4a7c15ull) >> (64 - FCACHE_BITS));
+    return (uint32_t)((((addr << 1) | leaf) * 0x9e3779b97f4a7c15ull) >> (64 - bits));
 }
 
 /* The frame of (addr, leaf) at generation `gen`: true with *frame and *flags, or false (counted
@@ -58,7 +63,7 @@ static inline bool fcache_get(struct fcache *fc, uint64_t gen, uint64_t addr, bo
     if (fc->gen != gen)
         fcache_set_gen(fc, gen);
     if (fc->slots) {
-        s = &fc->slots[fcache_slot_of(addr, leaf)];
+        s = &fc->slots[fcache_slot_of(addr, leaf, fc->bits)];
         if (s->addr == addr && (s->tag & 3u) == (1u | (uint32_t)leaf << 1)) {
             *frame = s->frame;
             *flags = s->tag >> 2;

@@ -79,13 +79,47 @@ static void test_fcache_collision_replaces(void **state)
     unsigned flags;
 
     (void)state;
-    while (fcache_slot_of(b, false) != fcache_slot_of(a, false))
-        b++;
     assert_int_equal(fcache_put(&fc, 1, a, false, 1, 0), 0);
+    while (fcache_slot_of(b, false, fc.bits) != fcache_slot_of(a, false, fc.bits))
+        b++;
     assert_int_equal(fcache_put(&fc, 1, b, false, 2, 0), 0);
     assert_false(fcache_get(&fc, 1, a, false, &frame, &flags)); /* replaced, never answered as b */
     assert_true(fcache_get(&fc, 1, b, false, &frame, &flags));
     assert_int_equal(frame, 2);
+    fcache_free(&fc);
+}
+
+/* Many addresses: the table doubles up to its limit, and keeps answering right throughout. */
+static void test_fcache_grows(void **state)
+{
+    enum { N = 40000 };
+    struct fcache fc = {0};
+    uint32_t frame;
+    unsigned flags, hits = 0;
+
+    (void)state;
+    assert_int_equal(fcache_put(&fc, 3, 0x5000, true, 1, 0), 0);
+    assert_int_equal(fc.bits, FCACHE_MIN_BITS);
+    for (int round = 0; round < 4; round++)
+        for (uint64_t i = 0; i < N; i++) {
+            uint64_t a = 0x7f0000000000 + i * 24;
+            if (fcache_get(&fc, 3, a, false, &frame, &flags)) {
+                assert_int_equal(frame, (uint32_t)i); /* never another address's frame */
+                hits++;
+            } else {
+                assert_int_equal(fcache_put(&fc, 3, a, false, (uint32_t)i, 0), 0);
+            }
+            assert_true(fc.bits <= FCACHE_MAX_BITS);
+        }
+    assert_int_equal(fc.bits, FCACHE_MAX_BITS);
+    assert_true(hits > 0);
+    /* a small working set after growth: all of it stays */
+    for (uint64_t i = 0; i < 100; i++)
+        assert_int_equal(fcache_put(&fc, 3, 0x1000 + i * 16, false, (uint32_t)i, 0), 0);
+    for (uint64_t i = 0; i < 100; i++) {
+        assert_true(fcache_get(&fc, 3, 0x1000 + i * 16, false, &frame, &flags));
+        assert_int_equal(frame, (uint32_t)i);
+    }
     fcache_free(&fc);
 }
 
@@ -488,6 +522,7 @@ int main(void)
         cmocka_unit_test(test_fcache_hit_miss_and_kinds),
         cmocka_unit_test(test_fcache_generation_empties_it),
         cmocka_unit_test(test_fcache_collision_replaces),
+        cmocka_unit_test(test_fcache_grows),
         cmocka_unit_test(test_profile_stack_cache_counts),
         cmocka_unit_test(test_profile_stack_cache_many),
         cmocka_unit_test_setup_teardown(test_warm_samples_hit, setup, teardown),
