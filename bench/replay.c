@@ -239,8 +239,7 @@ static int run_case(int depth, enum unwind_mode mode, const char *mode_name, int
            "unwind_errors=%llu distinct_stacks=%u frame_cache_hit_pct=%.1f ratio_vs_d10=%.2f\n",
            depth, mode_name, (double)st.frames / st.samples, samples, us, (t1 - t0) * 1e6 / variants,
            (unsigned long long)st.unwind_errors, prof.nnodes,
-           lookups ? 100.0 * st.frame_cache_hits / lookups : 0.0,
-           *us_d10 > 0 ? us / *us_d10 : 0.0);
+           lookups ? 100.0 * st.frame_cache_hits / lookups : 0.0, *us_d10 > 0 ? us / *us_d10 : 0.0);
     fflush(stdout);
 out:
     collect_close(c);

@@ -55,7 +55,7 @@ int fcache_put(struct fcache *fc, uint64_t gen, uint64_t addr, bool leaf, uint32
         return -ENOMEM;
     s = &fc->slots[fcache_slot_of(addr, leaf, fc->bits)];
     if (s->tag && (s->addr != addr || (s->tag & 3u) != (tag & 3u)) &&
-        ++fc->replaced >= (1u << fc->bits) && fc->bits < FCACHE_MAX_BITS) {
+        ++fc->replaced >= (1u << fc->bits) / 4 && fc->bits < FCACHE_MAX_BITS) {
         if (grow(fc, fc->bits + 1) == 0)
             s = &fc->slots[fcache_slot_of(addr, leaf, fc->bits)];
         fc->replaced = 0; /* out of memory: keep the table, try again later */

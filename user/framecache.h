@@ -13,7 +13,8 @@
  * change, so the values need no other invalidation. Direct-mapped: a collision replaces the older
  * entry, and the address is symbolised again (slower, never wrong). The table starts small (a
  * target with --children may be one of thousands of short processes) and doubles, up to
- * 1 << FCACHE_MAX_BITS slots, once collisions have replaced as many entries as it has slots.
+ * 1 << FCACHE_MAX_BITS slots, once collisions have replaced a quarter as many entries as it
+ * has slots.
  */
 #ifndef PYEBPF_FRAMECACHE_H
 #define PYEBPF_FRAMECACHE_H
@@ -47,9 +48,14 @@ void fcache_free(struct fcache *fc);
 /* Empties the cache when `gen` is not its generation (fcache_get and fcache_put call it). */
 void fcache_set_gen(struct fcache *fc, uint64_t gen);
 
+/* The slot of (addr, leaf) in a table of 1 << bits: every bit of the address mixed into the top
+ * ones, so two addresses that collide in one size are unlikely to collide in the next. */
 static inline uint32_t fcache_slot_of(uint64_t addr, bool leaf, unsigned bits)
 {
-    return (uint32_t)((((addr << 1) | leaf) * 0x9e3779b97f4a7c15ull) >> (64 - bits));
+    uint64_t h = ((addr << 1) | leaf) * 0x9e3779b97f4a7c15ull;
+
+    h ^= h >> 32;
+    return (uint32_t)((h * 0xd6e8feb86659fd93ull) >> (64 - bits));
 }
 
 /* The frame of (addr, leaf) at generation `gen`: true with *frame and *flags, or false (counted
