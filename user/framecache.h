@@ -10,20 +10,22 @@
  * valid for one generation of what the address means (proc_generation: mappings and JIT
  * publications as last read). A lookup with another generation empties the cache first, so an
  * entry never outlives the mappings or JIT regions it was made from. Profile frame indices never
- * change, so the values need no other invalidation. Direct-mapped: a collision replaces the older
- * entry, and the address is symbolised again (slower, never wrong). The table starts small (a
- * target with --children may be one of thousands of short processes) and doubles, up to
- * 1 << FCACHE_MAX_BITS slots, once collisions have replaced a quarter as many entries as it
- * has slots.
+ * change, so the values need no other invalidation. Four-way set-associative: a fifth address
+ * in a full bucket pushes out the oldest one, which is then symbolised again (slower, never
+ * wrong). The table starts small (a target with --children may be one of thousands of short
+ * processes) and doubles, up to 1 << FCACHE_MAX_BITS buckets, once full buckets have pushed out
+ * a quarter as many entries as it has slots.
  */
 #ifndef PYEBPF_FRAMECACHE_H
 #define PYEBPF_FRAMECACHE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#define FCACHE_MIN_BITS 8  /* 256 slots, 4 KiB */
-#define FCACHE_MAX_BITS 14 /* 16384 slots, 256 KiB: the return addresses busy programs run through */
+#define FCACHE_WAYS     4  /* slots per bucket: one 64-byte cache line */
+#define FCACHE_MIN_BITS 6  /* 64 buckets, 256 slots, 4 KiB */
+#define FCACHE_MAX_BITS 12 /* 4096 buckets, 16384 slots, 256 KiB: what busy programs run through */
 
 /* Flags stored with a frame (besides the kind of address). */
 #define FCACHE_UNKNOWN 1u /* the frame names no symbol (counted as unknown on every use) */
@@ -33,12 +35,13 @@ struct fcache_slot {
     uint32_t frame;
     uint32_t tag; /* 0: empty; else 1 | leaf << 1 | flags << 2 */
 };
+_Static_assert(sizeof(struct fcache_slot) * FCACHE_WAYS == 64, "one bucket, one cache line");
 
 struct fcache {
-    struct fcache_slot *slots; /* NULL until the first fcache_put */
+    struct fcache_slot *slots; /* FCACHE_WAYS per bucket; NULL until the first fcache_put */
     uint64_t gen;              /* generation of every entry */
-    unsigned bits;             /* 1 << bits slots (0 before the first fcache_put) */
-    uint32_t replaced;         /* live entries replaced by collisions since the last growth */
+    unsigned bits;             /* 1 << bits buckets (0 before the first fcache_put) */
+    uint32_t replaced;         /* live entries pushed out of full buckets since the last growth */
     uint64_t hits, misses, flushes;
 };
 
@@ -48,9 +51,8 @@ void fcache_free(struct fcache *fc);
 /* Empties the cache when `gen` is not its generation (fcache_get and fcache_put call it). */
 void fcache_set_gen(struct fcache *fc, uint64_t gen);
 
-/* The slot of (addr, leaf) in a table of 1 << bits: every bit of the address mixed into the top
- * ones, so two addresses that collide in one size are unlikely to collide in the next. */
-static inline uint32_t fcache_slot_of(uint64_t addr, bool leaf, unsigned bits)
+/* The bucket of (addr, leaf) among 1 << bits: every bit of the address mixed into the top ones. */
+static inline uint32_t fcache_bucket_of(uint64_t addr, bool leaf, unsigned bits)
 {
     uint64_t h = ((addr << 1) | leaf) * 0x9e3779b97f4a7c15ull;
 
@@ -65,17 +67,19 @@ static inline bool fcache_get(struct fcache *fc, uint64_t gen, uint64_t addr, bo
                               unsigned *flags)
 {
     const struct fcache_slot *s;
+    uint32_t want = 1u | (uint32_t)leaf << 1;
 
     if (fc->gen != gen)
         fcache_set_gen(fc, gen);
     if (fc->slots) {
-        s = &fc->slots[fcache_slot_of(addr, leaf, fc->bits)];
-        if (s->addr == addr && (s->tag & 3u) == (1u | (uint32_t)leaf << 1)) {
-            *frame = s->frame;
-            *flags = s->tag >> 2;
-            fc->hits++;
-            return true;
-        }
+        s = &fc->slots[(size_t)fcache_bucket_of(addr, leaf, fc->bits) * FCACHE_WAYS];
+        for (unsigned w = 0; w < FCACHE_WAYS; w++)
+            if (s[w].addr == addr && (s[w].tag & 3u) == want) {
+                *frame = s[w].frame;
+                *flags = s[w].tag >> 2;
+                fc->hits++;
+                return true;
+            }
     }
     fc->misses++;
     return false;

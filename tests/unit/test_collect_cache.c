@@ -32,10 +32,6 @@ static void test_fcache_hit_miss_and_kinds(void **state)
     uint64_t a = 0x401000;
 
     (void)state;
-    /* an address whose two kinds do not share a slot in the first table */
-    while (fcache_slot_of(a, false, FCACHE_MIN_BITS) == fcache_slot_of(a, true, FCACHE_MIN_BITS) ||
-           fcache_slot_of(a + 1, false, FCACHE_MIN_BITS) == fcache_slot_of(a, true, FCACHE_MIN_BITS))
-        a += 16;
     assert_false(fcache_get(&fc, 1, a, false, &frame, &flags));
     assert_int_equal(fcache_put(&fc, 1, a, false, 7, 0), 0);
     assert_int_equal(fcache_put(&fc, 1, a, true, 8, FCACHE_UNKNOWN), 0);
@@ -64,7 +60,7 @@ static void test_fcache_generation_empties_it(void **state)
     (void)state;
     for (uint64_t a = 0x1000; a < 0x1000 + 64 * 16; a += 16)
         assert_int_equal(fcache_put(&fc, 5, a, false, (uint32_t)a, 0), 0);
-    /* direct-mapped: some of the 64 may have replaced each other, none answers for another */
+    /* a bucket may have overflowed: none answers for another address */
     for (uint64_t a = 0x1000; a < 0x1000 + 64 * 16; a += 16)
         if (fcache_get(&fc, 5, a, false, &frame, &flags)) {
             assert_int_equal(frame, (uint32_t)a);
@@ -84,21 +80,38 @@ static void test_fcache_generation_empties_it(void **state)
     fcache_free(&fc);
 }
 
-static void test_fcache_collision_replaces(void **state)
+/* A fifth address in a full bucket pushes out the oldest; the others stay. */
+static void test_fcache_full_bucket_drops_oldest(void **state)
 {
     struct fcache fc = {0};
-    uint64_t a = 0x7f0000001234, b = a + 1;
+    uint64_t key[FCACHE_WAYS + 1], a = 0x7f0000001234;
     uint32_t frame;
     unsigned flags;
 
     (void)state;
-    assert_int_equal(fcache_put(&fc, 1, a, false, 1, 0), 0);
-    while (fcache_slot_of(b, false, fc.bits) != fcache_slot_of(a, false, fc.bits))
-        b++;
-    assert_int_equal(fcache_put(&fc, 1, b, false, 2, 0), 0);
-    assert_false(fcache_get(&fc, 1, a, false, &frame, &flags)); /* replaced, never answered as b */
-    assert_true(fcache_get(&fc, 1, b, false, &frame, &flags));
-    assert_int_equal(frame, 2);
+    key[0] = a;
+    for (int k = 1; k <= FCACHE_WAYS; k++) {
+        do
+            a++;
+        while (fcache_bucket_of(a, false, FCACHE_MIN_BITS) !=
+               fcache_bucket_of(key[0], false, FCACHE_MIN_BITS));
+        key[k] = a;
+    }
+    for (int k = 0; k <= FCACHE_WAYS; k++)
+        assert_int_equal(fcache_put(&fc, 1, key[k], false, (uint32_t)k + 1, 0), 0);
+    assert_int_equal(fc.bits, FCACHE_MIN_BITS);
+    assert_int_equal(fc.replaced, 1);
+    assert_false(fcache_get(&fc, 1, key[0], false, &frame, &flags)); /* gone, never answered as another */
+    for (int k = 1; k <= FCACHE_WAYS; k++) {
+        assert_true(fcache_get(&fc, 1, key[k], false, &frame, &flags));
+        assert_int_equal(frame, (uint32_t)k + 1);
+    }
+    /* storing a known key again replaces it in place */
+    assert_int_equal(fcache_put(&fc, 1, key[2], false, 42, FCACHE_UNKNOWN), 0);
+    assert_int_equal(fc.replaced, 1);
+    assert_true(fcache_get(&fc, 1, key[2], false, &frame, &flags));
+    assert_int_equal(frame, 42);
+    assert_int_equal(flags, FCACHE_UNKNOWN);
     fcache_free(&fc);
 }
 
@@ -335,18 +348,6 @@ static struct collect_stats stats(const struct fixture *f)
 
 extern const char __executable_start[]; /* the linker's: start of the executable's first mapping */
 
-/* Whether these (address, leaf) keys take different slots of a target's first, smallest table
- * (the tests below count hits, which a collision between them would turn into misses). */
-static bool apart(size_t n, const uint64_t *addr, const bool *leaf)
-{
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = i + 1; j < n; j++)
-            if (fcache_slot_of(addr[i], leaf[i], FCACHE_MIN_BITS) ==
-                fcache_slot_of(addr[j], leaf[j], FCACHE_MIN_BITS))
-                return false;
-    return true;
-}
-
 /* A warm address is answered by the cache, with the same frame and the same unknown count. */
 static void test_warm_samples_hit(void **state)
 {
@@ -354,11 +355,8 @@ static void test_warm_samples_hit(void **state)
     uint64_t base = (uintptr_t)f->jit;
     /* leaf in a JIT region; a return address in the executable's ELF header: no symbol there */
     uint64_t ips[2] = {base + 0x10, (uintptr_t)__executable_start + 0x21};
-    const bool leaf[2] = {true, false};
     char t1[512], t2[512];
 
-    while (!apart(2, ips, leaf))
-        ips[0] += 16;
     perfmap_add(f->perfmap, base, 0x100, "jit_one");
     open_collector(f, false);
     sample(f, ips, 2, t1, sizeof(t1));
@@ -381,15 +379,9 @@ static void test_leaf_and_return_address_differ(void **state)
 {
     struct fixture *f = *state;
     uint64_t base = (uintptr_t)f->jit, mid = base + 0x100;
-    uint64_t keys[3] = {mid, base + 0x20, mid};
-    const bool kinds[3] = {true, true, false};
+    uint64_t leaf[1] = {mid}, ret[2] = {base + 0x20, mid};
     char t[512];
 
-    while (!apart(3, keys, kinds)) {
-        mid += 16;
-        keys[0] = keys[2] = mid;
-    }
-    uint64_t leaf[1] = {mid}, ret[2] = {base + 0x20, mid};
     perfmap_add(f->perfmap, base, mid - base, "jit_one");
     perfmap_add(f->perfmap, mid, 0x100, "jit_two");
     open_collector(f, false);
@@ -555,7 +547,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fcache_hit_miss_and_kinds),
         cmocka_unit_test(test_fcache_generation_empties_it),
-        cmocka_unit_test(test_fcache_collision_replaces),
+        cmocka_unit_test(test_fcache_full_bucket_drops_oldest),
         cmocka_unit_test(test_fcache_grows),
         cmocka_unit_test(test_profile_stack_cache_counts),
         cmocka_unit_test(test_profile_stack_cache_many),
