@@ -14,6 +14,8 @@
  *   first_us     the first pass over the records (opens this executable and libc: ELF symbols,
  *                CFI tables; paid once per target process)
  *   us_per_sample  CPU time (CLOCK_PROCESS_CPUTIME_ID) of the steady loop / samples
+ *   frame_cache_hit_pct  frames answered by the collector's frame cache (address → frame)
+ *                without symbolising (the first pass fills it; the steady loop only hits)
  *
  * Under valgrind --tool=callgrind --collect-atstart=no --toggle-collect=replay_loop the
  * instruction count of the steady loop divided by samples is the cost per sample in
@@ -230,12 +232,14 @@ static int run_case(int depth, enum unwind_mode mode, const char *mode_name, int
         goto out;
     collect_stats(c, &st);
     double us = (t2 - t1) * 1e6 / samples;
+    uint64_t lookups = st.frame_cache_hits + st.frame_cache_misses;
     if (depth == 10 && mode == UNWIND_AUTO)
         *us_d10 = us;
     printf("collect depth=%d unwind=%s frames=%.1f samples=%ld us_per_sample=%.3f first_us=%.0f "
-           "unwind_errors=%llu distinct_stacks=%u ratio_vs_d10=%.2f\n",
+           "unwind_errors=%llu distinct_stacks=%u frame_cache_hit_pct=%.1f ratio_vs_d10=%.2f\n",
            depth, mode_name, (double)st.frames / st.samples, samples, us, (t1 - t0) * 1e6 / variants,
-           (unsigned long long)st.unwind_errors, prof.nnodes, *us_d10 > 0 ? us / *us_d10 : 0.0);
+           (unsigned long long)st.unwind_errors, prof.nnodes,
+           lookups ? 100.0 * st.frame_cache_hits / lookups : 0.0, *us_d10 > 0 ? us / *us_d10 : 0.0);
     fflush(stdout);
 out:
     collect_close(c);

@@ -12,6 +12,7 @@
 #include "pykernel.h"
 #include <time.h>
 
+#include "framecache.h"
 #include "merge.h"
 
 /* A target that is not Python yet may be a launched command before its exec, or an
@@ -27,6 +28,7 @@ struct target {
     enum py_state py;
     struct pystack *ps;
     struct merge merge;
+    struct fcache fc; /* user address -> frame, valid for one proc_generation */
     uint64_t py_first_ns, py_next_ns;
     uint64_t py_samples;
     char py_err[256]; /* why the last attach failed */
@@ -37,6 +39,10 @@ struct thread {
     uint32_t frame;
     char comm[SAMPLE_COMM_LEN];
 };
+
+/* Frames that stand for no address; interned once (frame indices never change). */
+enum marker { MARK_TRUNCATED, MARK_NATIVE, MARK_KERNEL, MARK_UNKNOWN, MARK_N };
+static const char *const marker_names[MARK_N] = {"[truncated]", "[native]", "[kernel]", "[unknown]"};
 
 struct collector {
     struct collect_opts opts;
@@ -54,6 +60,8 @@ struct collector {
     uint32_t *merged;         /* scratch: merged user frames, leaf first */
     struct pystack_frame *py; /* scratch: Python frames, leaf first */
     struct pykernel *pk;      /* in-kernel Python chains (NULL: remote reads only) */
+    struct fcache kfc;        /* kernel address -> frame (kallsyms is read once: generation 0) */
+    uint32_t marker[MARK_N];  /* frame + 1 of each marker, 0 until interned */
     /* The read now in c->py: records drained together (one ring poll) stand for instants a few
      * milliseconds apart, but the Python stack is read when they are drained, so a second
      * record of the same thread within READ_REUSE_NS gets the same read again. */
@@ -124,7 +132,9 @@ void collect_close(struct collector *c)
         proc_close(c->targets[i].proc);
         pystack_close(c->targets[i].ps);
         merge_free(&c->targets[i].merge);
+        fcache_free(&c->targets[i].fc);
     }
+    fcache_free(&c->kfc);
     free(c->targets);
     free(c->native);
     free(c->merged);
@@ -140,8 +150,15 @@ void collect_close(struct collector *c)
 void collect_stats(const struct collector *c, struct collect_stats *out)
 {
     *out = c->st;
-    for (size_t i = 0; i < c->ntargets; i++)
+    out->frame_cache_hits = c->kfc.hits;
+    out->frame_cache_misses = c->kfc.misses;
+    out->frame_cache_flushes = c->kfc.flushes;
+    for (size_t i = 0; i < c->ntargets; i++) {
         out->merge_errors += c->targets[i].merge.merge_errors;
+        out->frame_cache_hits += c->targets[i].fc.hits;
+        out->frame_cache_misses += c->targets[i].fc.misses;
+        out->frame_cache_flushes += c->targets[i].fc.flushes;
+    }
 }
 
 /* Attaches `t` as Python when it is one; retried while the target may still be starting. */
@@ -291,37 +308,87 @@ static int64_t thread_frame(struct collector *c, uint32_t tid, const char *comm,
     return f;
 }
 
+/* Whether proc's answer for this address stays the same while proc_generation does, and asking
+ * again would do nothing else: proc itself caches it (a name, or anything but unnamed JIT code:
+ * code in anonymous memory that may be published later, which proc looks up again, re-reading the
+ * JIT files). An unnamed address is kept only in a file mapping, where no re-read is triggered;
+ * for a return address proc also looks at ret itself (a signal trampoline starts there), so the
+ * answer is kept only when that lookup is in the same page as ret - 1 (hence the same mapping),
+ * and not when it named ret's own function (offset 0: ret - 1 had no name, and may be JIT code
+ * published later). */
+static bool stable_answer(int err, const struct symres *r, uint64_t ip, bool leaf)
+{
+    if (err)
+        return false;
+    if (r->name)
+        return leaf || r->offset != 0;
+    return r->kind == FRAME_NATIVE && r->module && r->module[0] == '/' && (leaf || (ip & 0xfff));
+}
+
 /* Interns the frame for one user address (a return address unless leaf). proc re-reads the
- * target's mappings and JIT publications itself (rate-limited) when an address is new. */
+ * target's mappings and JIT publications itself (rate-limited) when an address is new. A warm
+ * address is answered from the target's frame cache, without symbolising or interning. */
 static int64_t user_frame(struct collector *c, struct target *t, uint64_t ip, bool leaf)
 {
     struct symres r = {0};
     char buf[512];
     int err = -ENOENT;
+    unsigned flags = 0;
+    uint32_t frame;
+    int64_t f;
 
+    if (t->proc && fcache_get(&t->fc, proc_generation(t->proc), ip, leaf, &frame, &flags)) {
+        if (flags & FCACHE_UNKNOWN)
+            c->st.unknown_frames++;
+        return frame;
+    }
     if (t->proc)
         err = leaf ? proc_symbolize(t->proc, ip, &r) : proc_symbolize_ret(t->proc, ip, &r);
-    if (err == 0 && r.name)
-        return profile_frame(c->prof, r.kind == FRAME_JIT ? FRAME_JIT : FRAME_NATIVE, r.name, r.module, 0);
-    c->st.unknown_frames++;
-    if (err == 0 && r.module) {
-        proc_format(&r, buf, sizeof(buf));
-        return profile_frame(c->prof, FRAME_NATIVE, buf, r.module, 0);
+    if (err == 0 && r.name) {
+        f = profile_frame(c->prof, r.kind == FRAME_JIT ? FRAME_JIT : FRAME_NATIVE, r.name, r.module, 0);
+    } else {
+        c->st.unknown_frames++;
+        flags = FCACHE_UNKNOWN;
+        if (err == 0 && r.module) {
+            proc_format(&r, buf, sizeof(buf));
+            f = profile_frame(c->prof, FRAME_NATIVE, buf, r.module, 0);
+        } else {
+            f = profile_frame(c->prof, FRAME_OTHER, "[unknown]", NULL, 0);
+        }
     }
-    return profile_frame(c->prof, FRAME_OTHER, "[unknown]", NULL, 0);
+    /* The generation read after the lookup: a re-read the lookup made is already in it. */
+    if (f >= 0 && t->proc && stable_answer(err, &r, ip, leaf))
+        fcache_put(&t->fc, proc_generation(t->proc), ip, leaf, (uint32_t)f, flags); /* -ENOMEM: uncached */
+    return f;
 }
 
+/* kallsyms is read once, so an address's frame never changes. */
 static int64_t kernel_frame(struct collector *c, uint64_t addr, bool leaf)
 {
     uint64_t off = 0;
-    const char *name = ksyms_lookup(c->ksyms, leaf ? addr : addr - 1, &off);
+    const char *name;
     char buf[32];
+    unsigned flags = 0;
+    uint32_t frame;
+    int64_t f;
 
-    if (name)
-        return profile_frame(c->prof, FRAME_KERNEL, name, NULL, 0);
-    c->st.unknown_frames++;
-    snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
-    return profile_frame(c->prof, FRAME_KERNEL, buf, NULL, 0);
+    if (fcache_get(&c->kfc, 0, addr, leaf, &frame, &flags)) {
+        if (flags & FCACHE_UNKNOWN)
+            c->st.unknown_frames++;
+        return frame;
+    }
+    name = ksyms_lookup(c->ksyms, leaf ? addr : addr - 1, &off);
+    if (name) {
+        f = profile_frame(c->prof, FRAME_KERNEL, name, NULL, 0);
+    } else {
+        c->st.unknown_frames++;
+        flags = FCACHE_UNKNOWN;
+        snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+        f = profile_frame(c->prof, FRAME_KERNEL, buf, NULL, 0);
+    }
+    if (f >= 0)
+        fcache_put(&c->kfc, 0, addr, leaf, (uint32_t)f, flags);
+    return f;
 }
 
 /* Native return addresses, leaf first, into c->ips; returns their number. */
@@ -449,9 +516,16 @@ done:
     return (size_t)n;
 }
 
-static int64_t other_frame(struct collector *c, const char *name)
+static int64_t other_frame(struct collector *c, enum marker m)
 {
-    return profile_frame(c->prof, FRAME_OTHER, name, NULL, 0);
+    int64_t f;
+
+    if (c->marker[m])
+        return c->marker[m] - 1;
+    f = profile_frame(c->prof, FRAME_OTHER, marker_names[m], NULL, 0);
+    if (f >= 0)
+        c->marker[m] = (uint32_t)f + 1;
+    return f;
 }
 
 int collect_sample(struct collector *c, const struct sample_event *ev, size_t len)
@@ -481,7 +555,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
     if (c->truncated) {
         /* The root side of the stack is missing (native or Python depth limit): say so,
          * rather than let the cut stack pose as a root of its own. */
-        f = profile_frame(c->prof, FRAME_OTHER, "[truncated]", NULL, 0);
+        f = other_frame(c, MARK_TRUNCATED);
         if (f < 0)
             return (int)f;
         c->frames[n++] = (uint32_t)f;
@@ -490,7 +564,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
         for (size_t i = np; i-- > 0;)
             c->frames[n++] = c->py[i].frame;
         if (!np) {
-            if ((f = other_frame(c, "[native]")) < 0)
+            if ((f = other_frame(c, MARK_NATIVE)) < 0)
                 return (int)f;
             c->frames[n++] = (uint32_t)f;
         }
@@ -532,7 +606,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
     if (n == 1) {
         /* No user registers (a thread inside exec, or a kernel thread) and no kernel stack asked
          * for: the sample still counts, under a frame that says where it was. */
-        f = other_frame(c, (ev->flags & SAMPLE_F_IN_KERNEL) ? "[kernel]" : "[unknown]");
+        f = other_frame(c, (ev->flags & SAMPLE_F_IN_KERNEL) ? MARK_KERNEL : MARK_UNKNOWN);
         if (f < 0)
             return (int)f;
         c->frames[n++] = (uint32_t)f;
@@ -578,7 +652,7 @@ int collect_python_sample(struct collector *c, pid_t pid, pid_t tid, const char 
         return (int)f;
     c->frames[n++] = (uint32_t)f;
     if (c->truncated) {
-        if ((f = other_frame(c, "[truncated]")) < 0)
+        if ((f = other_frame(c, MARK_TRUNCATED)) < 0)
             return (int)f;
         c->frames[n++] = (uint32_t)f;
     }

@@ -51,6 +51,9 @@ struct collect_stats {
     uint64_t python_read_errors;      /* pystack_read failed other than -ESRCH */
     uint64_t python_reads_reused;     /* samples that reused the read of the record before */
     uint64_t merge_errors;            /* native eval-loop frames and Python groups disagreed */
+    uint64_t frame_cache_hits;        /* native and kernel addresses answered by the frame cache */
+    uint64_t frame_cache_misses;      /* ... symbolised and interned */
+    uint64_t frame_cache_flushes;     /* caches emptied: the target's mappings or JIT regions changed */
 };
 
 struct collector;

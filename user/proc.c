@@ -603,6 +603,11 @@ int proc_symbolize_ret(struct proc *p, uint64_t ret, struct symres *out)
     return 0;
 }
 
+uint64_t proc_generation(const struct proc *p)
+{
+    return p->sym_gen;
+}
+
 int proc_format(const struct symres *r, char *buf, size_t size)
 {
     if (r->name)

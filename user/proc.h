@@ -56,6 +56,11 @@ int proc_symbolize_ret(struct proc *p, uint64_t ret, struct symres *out);
  * "[unknown]" — an address never vanishes. Returns what snprintf returns. */
 int proc_format(const struct symres *r, char *buf, size_t size);
 
+/* Changes whenever the result of proc_symbolize* for some address may have changed (mappings
+ * re-read and different, JIT publications re-read and different). Results proc caches itself
+ * (a name, or anything but unnamed JIT code) stay right while it stays the same. */
+uint64_t proc_generation(const struct proc *p);
+
 struct proc_stats {
     uint64_t refreshes, files_opened, jit_regions, jit_reloads;
     uint64_t unwinds, frames, row_hits, row_misses, fp_steps, dwarf_steps;

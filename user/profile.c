@@ -7,6 +7,10 @@
  *   edges    (parent node, frame) -> child node index
  * plus first-child / next-sibling arrays so writers can walk the trie top-down.
  * Tables store indices + 1 (0 = empty slot) and double when 3/4 full.
+ *
+ * Samples repeat stacks: a direct-mapped cache from a hash of the whole frame sequence to its leaf
+ * node lets profile_add skip the per-frame edge lookups. A hit is checked by walking the leaf's
+ * parents against the frames (one load and compare per frame), so a collision only costs a miss.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,12 +25,21 @@ struct table {
     uint32_t used;
 };
 
+/* One remembered stack: the hash of its frames, its depth and its leaf node. */
+struct stack_slot {
+    uint64_t hash;
+    uint32_t n; /* 0: empty */
+    uint32_t node;
+};
+#define STACK_CACHE_BITS 12
+
 struct priv {
     char **strs; /* interned strings, by string index */
     uint32_t nstrs, strs_cap;
     struct table str_tab, frame_tab, edge_tab;
     uint32_t frames_cap, nodes_cap;
     uint32_t *first_child, *next_sibling; /* per node; 0 = none (the root is nobody's child) */
+    struct stack_slot *stacks;            /* 1 << STACK_CACHE_BITS, allocated on first use */
 };
 
 #define INDEX_MAX (UINT32_MAX - 2)
@@ -80,11 +93,9 @@ static uint64_t rehash_edge(const struct profile *p, uint32_t idx)
     return hash_edge(p->nodes[idx].parent, p->nodes[idx].frame);
 }
 
-/* Makes room for one more entry; rebuilds the table at twice the size when 3/4 full. */
-static int table_reserve(const struct profile *p, struct table *t, rehash_fn rehash)
+/* Rebuilds the table at twice the size. */
+static __attribute__((noinline)) int table_grow(const struct profile *p, struct table *t, rehash_fn rehash)
 {
-    if (t->cap && (uint64_t)(t->used + 1) * 4 <= (uint64_t)t->cap * 3)
-        return 0;
     uint32_t ncap = t->cap ? t->cap * 2 : 64;
     if (ncap < t->cap)
         return -ENOMEM;
@@ -103,6 +114,14 @@ static int table_reserve(const struct profile *p, struct table *t, rehash_fn reh
     t->slots = ns;
     t->cap = ncap;
     return 0;
+}
+
+/* Makes room for one more entry (grows when 3/4 full); the check is inline, it runs per lookup. */
+static inline int table_reserve(const struct profile *p, struct table *t, rehash_fn rehash)
+{
+    if (t->cap && (uint64_t)(t->used + 1) * 4 <= (uint64_t)t->cap * 3)
+        return 0;
+    return table_grow(p, t, rehash);
 }
 
 static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
@@ -186,6 +205,7 @@ void profile_free(struct profile *p)
         free(pv->edge_tab.slots);
         free(pv->first_child);
         free(pv->next_sibling);
+        free(pv->stacks);
         free(pv);
     }
     free(p->frames);
@@ -268,19 +288,49 @@ static int64_t child(struct profile *p, uint32_t parent, uint32_t frame)
     return n;
 }
 
+static uint64_t hash_stack(const uint32_t *frames, size_t n)
+{
+    uint64_t h = n;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ frames[i]) * 0x100000001b3ULL;
+    return mix64(h);
+}
+
+/* Whether `node` ends exactly the path frames[0..n) from the root. */
+static bool is_path(const struct profile *p, uint32_t node, const uint32_t *frames, size_t n)
+{
+    for (size_t i = n; i-- > 0;) {
+        if (!node || p->nodes[node].frame != frames[i])
+            return false;
+        node = p->nodes[node].parent;
+    }
+    return node == 0;
+}
+
 int64_t profile_add(struct profile *p, const uint32_t *frames, size_t n, uint64_t count)
 {
+    struct priv *pv = p->priv;
     if (n == 0)
         return -EINVAL;
-    for (size_t i = 0; i < n; i++)
-        if (frames[i] >= p->nframes)
-            return -EINVAL;
+    uint64_t h = hash_stack(frames, n);
+    struct stack_slot *s = NULL;
+    if (pv->stacks || (pv->stacks = calloc(1u << STACK_CACHE_BITS, sizeof(*pv->stacks))))
+        s = &pv->stacks[h >> (64 - STACK_CACHE_BITS)];
     uint32_t node = 0;
-    for (size_t i = 0; i < n; i++) {
-        int64_t c = child(p, node, frames[i]);
-        if (c < 0)
-            return c;
-        node = (uint32_t)c;
+    if (s && s->hash == h && s->n == n && is_path(p, s->node, frames, n)) {
+        node = s->node; /* the frames are those of existing nodes, hence valid */
+    } else {
+        for (size_t i = 0; i < n; i++)
+            if (frames[i] >= p->nframes)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+            int64_t c = child(p, node, frames[i]);
+            if (c < 0)
+                return c;
+            node = (uint32_t)c;
+        }
+        if (s && n <= UINT32_MAX)
+            *s = (struct stack_slot){.hash = h, .n = (uint32_t)n, .node = node};
     }
     p->nodes[node].self += count;
     p->meta.samples += count;
