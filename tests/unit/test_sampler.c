@@ -104,11 +104,15 @@ static void test_samples_this_process(void **state)
         assert_true(sampler_poll(s) >= 0);
     }
     assert_int_equal(sampler_counters(s, &c), 0);
+    /* Every sample counted so far is in the ring (the program counts and submits in one run);
+     * samples taken while the counters were read may follow them. */
+    assert_true(sampler_poll(s) >= 0);
     sampler_close(s);
     /* ~1000 samples at full CPU; a loaded machine gives fewer */
     assert_true(seen.n >= 20);
     assert_int_equal(seen.mine, seen.n);
-    assert_int_equal(c.matched, seen.n + c.lost);
+    assert_true(seen.n + c.lost >= c.matched);
+    assert_true(seen.n + c.lost <= c.matched + 5);
     assert_int_equal(c.lost, 0);
     assert_true(seen.with_copy >= seen.n * 9 / 10);
     assert_true(seen.with_fp >= seen.n * 9 / 10);
