@@ -212,6 +212,9 @@ static void print_stats(FILE *f, struct run *r)
     fprintf(f, "threads: %" PRIu64 "\n", cs.threads);
     fprintf(f, "frames_per_sample: %.1f\n", cs.samples ? (double)cs.frames / cs.samples : 0.0);
     fprintf(f, "unknown_frames: %" PRIu64 "\n", cs.unknown_frames);
+    fprintf(f, "frame_cache_hits: %" PRIu64 "\n", cs.frame_cache_hits);
+    fprintf(f, "frame_cache_misses: %" PRIu64 "\n", cs.frame_cache_misses);
+    fprintf(f, "frame_cache_flushes: %" PRIu64 "\n", cs.frame_cache_flushes);
     fprintf(f, "kernel_stack_errors: %" PRIu64 "\n", cs.kernel_errors);
     fprintf(f, "stack_copy_errors: %" PRIu64 "\n", sc->copy_err);
     fprintf(f, "stack_copy_retries: %" PRIu64 "\n", sc->copy_retry);
