@@ -85,7 +85,7 @@ for spec in $PYS; do
     else
         fail "$tag: caller;…;qsort;…;compare order" "$ok of $tot merged samples ($merr merge errors); first other: $(grep 'compare (' "$d/qs.folded" | grep -v 'merge error' | grep -vE 'caller \([^;]*\);(.*;)?qsort(_r)?;(.*;)?compare \(' | head -1 | sed "s|$ROOT/tests/py/||g" | head -c 600)"
     fi
-    echo "# $tag qsort: $(stat samples "$d/qs.err") samples, $tot in compare, merge_errors $merr (Python stack read at drain time, not at the sample)"
+    echo "# $tag qsort: $(stat samples "$d/qs.err") samples, $tot in compare, merge_errors $merr"
 
     # recursion 1000
     "$S" -q -F 99 -o "$d/deep.folded" -- "$py" "$W" deep 2 > /dev/null 2> "$d/deep.err"
