@@ -197,7 +197,7 @@ bpfcost_run() { # bpfcost_run KEY MISS_NS SAMPLER-ARGS... : one --stats run at 1
         echo "bpfcost key=$key error=$(grep -v ': ' "$st" | head -c 200 | tr '\n' ' ')"
         return
     fi
-    num "($runs * $ns - ($runs - $matched) * $miss) / $matched" 0 >> "$OUT/bpfcost.$key.vals"
+    { num "($runs * $ns - ($runs - $matched) * $miss) / $matched" 0; echo; } >> "$OUT/bpfcost.$key.vals"
     echo "$(stat_of stack_copy_avg_bytes "$st") $(stat_of python_frames_per_sample "$st") $matched" > "$OUT/bpfcost.$key.info"
 }
 bpfcost_pyload() { # bpfcost_pyload DEPTH LOG : a Python main thread spinning DEPTH frames down
@@ -279,7 +279,7 @@ case_bpfcost() {
                 echo "bpfcost gaps=$how error=$(echo "$line" | head -c 200)"
                 continue
             fi
-            num "($gns - $base) / ($gn - $base_n)" 0 >> "$OUT/bpfcost.gaps.$how.vals"
+            { num "($gns - $base) / ($gn - $base_n)" 0; echo; } >> "$OUT/bpfcost.gaps.$how.vals"
         done
     done
     vals() { tr '\n' ',' < "$1" | sed 's/,$//'; }
