@@ -2,6 +2,7 @@
 #
 #   make bench                 every case; BENCH_QUICK=1 for a short run (times: docs/benchmarks.md)
 #   make bench-replay          collector cost per sample only (case 1)
+#   make bench-bpfcost         in-target cost per sample only (case 4b: BPF ns/sample, interrupts)
 #
 # bench/run.sh prints one summary line per case; bench-tramp (jitdump/python.mk) adds the
 # trampoline numbers.
@@ -19,15 +20,22 @@ $(BUILD)/bench/manystacks: bench/manystacks.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls $(SANFLAGS) -o $@ $< -lpthread
 
-BENCH_BINS := $(BUILD)/bench/replay $(BUILD)/bench/manystacks
+# A thread that times the interrupts it suffers (bpfcost case).
+$(BUILD)/bench/gaps: bench/gaps.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g -fno-omit-frame-pointer $(SANFLAGS) -o $@ $<
+
+BENCH_BINS := $(BUILD)/bench/replay $(BUILD)/bench/manystacks $(BUILD)/bench/gaps
 all: $(BENCH_BINS)
 
-.PHONY: bench-run bench-replay
+.PHONY: bench-run bench-replay bench-bpfcost
 bench: bench-run
 bench-run: $(BENCH_BINS) $(BUILD)/pyebpf-sample $(PROG_BINS)
 	BUILD=$(BUILD) BENCH_QUICK=$(BENCH_QUICK) bench/run.sh
 bench-replay: $(BUILD)/bench/replay
 	BUILD=$(BUILD) BENCH_QUICK=$(BENCH_QUICK) bench/run.sh replay
+bench-bpfcost: $(BUILD)/bench/gaps $(BUILD)/pyebpf-sample $(PROG_BINS)
+	BUILD=$(BUILD) BENCH_QUICK=$(BENCH_QUICK) bench/run.sh bpfcost
 
 # The Python frame reader driven like a sampler (remote reads per sample).
 $(BUILD)/bench/pyreads: bench/pyreads.c $(USER_LIB_OBJS) $(BUILD)/libpyjit.a

@@ -2,7 +2,7 @@
 # pyebpf benchmarks: one summary line per case (results and commands: docs/benchmarks.md).
 #
 #   [BUILD=build] [BENCH_QUICK=1] bench/run.sh [CASE...]    (root; `make` first)
-#   CASE: replay pyreads rate slowdown memory   (default: all, in that order)
+#   CASE: replay pyreads rate slowdown bpfcost memory   (default: all, in that order)
 #
 # The machine is shared and noisy: every case reports counts (instructions, syscalls, bytes,
 # lost samples) or ratios against a baseline measured in the same run, next to raw times.
@@ -15,7 +15,7 @@ SAMPLE=$BUILD/pyebpf-sample
 PY=${PYTHON:-python3}
 OUT=$BUILD/bench
 mkdir -p "$OUT"
-CASES=${*:-replay pyreads rate slowdown memory}
+CASES=${*:-replay pyreads rate slowdown bpfcost memory}
 WORKLOAD_PID=""
 # A workload left spinning by an interrupted run would skew the next one.
 trap '[ -n "$WORKLOAD_PID" ] && kill "$WORKLOAD_PID" 2> /dev/null' EXIT
@@ -171,6 +171,143 @@ case_slowdown() {
             "alone_cpu_s=$(median < "$OUT/slow.alone") sampled_cpu_s=$(median < "$f")" \
             "median_ratio=$(paste "$f" "$OUT/slow.alone" | awk '{ printf "%.4f\n", $1 / $2 }' | median)" \
             "ratios=$(paste "$f" "$OUT/slow.alone" | awk '{ printf "%s%.3f", (NR > 1 ? "," : ""), $1 / $2 }')"
+    done
+}
+
+# 4b. In-target cost per sample, counted. The perf_event program runs in the sampled thread's
+#     context; its run time and runs come from the kernel's BPF statistics (--stats turns them on
+#     with BPF_ENABLE_STATS for its own run only, the same counters `sysctl kernel.bpf_stats_enabled=1`
+#     + `bpftool prog show` give, without touching the sysctl). The event is CPU-wide, so runs on
+#     other processes (the target filter alone) are in the total: their cost per run is measured in
+#     each round on a sleeping target and taken out:
+#       bpf_ns_per_sample = (run_time - (runs - matched) x miss_ns_per_run) / matched
+#     Then bench/gaps, which times the interrupts it suffers, alone and sampled at 10 kHz: the
+#     whole time one sample takes from the target (interrupt, perf event, BPF program) =
+#     (gap time - gap time alone) / (gaps - gaps alone); predicted slowdown = that x rate.
+#     Rounds interleave every configuration; each line gives the median and the per-round values.
+bpfcost_run() { # bpfcost_run KEY MISS_NS SAMPLER-ARGS... : one --stats run at 1 kHz, one value
+    local key=$1 miss=$2 st=$OUT/bpfcost.$1.stats
+    shift 2
+    "$SAMPLE" -q --stats -F 1000 -o "$st.folded" "$@" > /dev/null 2> "$st"
+    local runs ns matched
+    runs=$(stat_of bpf_runs "$st")
+    ns=$(stat_of bpf_ns_per_run "$st")
+    matched=$(stat_of kernel_matched "$st")
+    if [ -z "$runs" ] || [ -z "$matched" ] || [ "$matched" = 0 ]; then
+        echo "bpfcost key=$key error=$(grep -v ': ' "$st" | head -c 200 | tr '\n' ' ')"
+        return
+    fi
+    { num "($runs * $ns - ($runs - $matched) * $miss) / $matched" 0; echo; } >> "$OUT/bpfcost.$key.vals"
+    echo "$(stat_of stack_copy_avg_bytes "$st") $(stat_of python_frames_per_sample "$st") $matched" > "$OUT/bpfcost.$key.info"
+}
+bpfcost_pyload() { # bpfcost_pyload DEPTH LOG : a Python main thread spinning DEPTH frames down
+    $PY -c '
+import sys
+def down(n):
+    if n > 1:
+        return down(n - 1)
+    print("READY", flush=True)
+    x = 0
+    while True:
+        x += 1
+down(int(sys.argv[1]) - 1)' "$1" > "$2" 2>&1 &
+}
+bpfcost_gaps() { # bpfcost_gaps HOW DUR : bench/gaps alone or under a sampler at 10 kHz; its line
+    local g=$BUILD/bench/gaps out=$OUT/bpfcost.gaps.$1
+    case $1 in
+    alone) "$g" "$2" > "$out" ;;
+    perf) perf record -q -F 10000 -o "$OUT/bpfcost.perf.data" -- "$g" "$2" > "$out" 2> /dev/null ;;
+    pyebpf-fp) "$SAMPLE" -q -F 10000 --unwind fp -o "$out.folded" -- "$g" "$2" > "$out" 2> /dev/null ;;
+    pyebpf-auto) "$SAMPLE" -q -F 10000 -o "$out.folded" -- "$g" "$2" > "$out" 2> /dev/null ;;
+    esac
+    tail -n1 "$out"
+}
+field() { echo "$2" | sed -n "s/.*[ ^]$1=\([0-9.]*\).*/\1/p"; } # field KEY LINE
+case_bpfcost() {
+    local rounds dur miss st gaps="perf pyebpf-fp pyebpf-auto"
+    local native="fp dwarf auto auto:4096 auto:65536 dwarf:65536" py="10 100" pymodes="inkernel nopython fp"
+    command -v perf > /dev/null || gaps="pyebpf-fp pyebpf-auto"
+    rounds=$(q 1 3)
+    dur=$(q 2 4)
+    rm -f "$OUT"/bpfcost.*.vals "$OUT"/bpfcost.*.info
+    for _ in $(seq "$rounds"); do
+        st=$OUT/bpfcost.miss.stats
+        sleep $((dur + 10)) &
+        local spid=$!
+        "$SAMPLE" -q --stats -F 1000 -d "$dur" -o "$st.folded" "$spid" > /dev/null 2> "$st"
+        kill "$spid"
+        wait "$spid" 2> /dev/null
+        miss=$(stat_of bpf_ns_per_run "$st")
+        [ -n "$miss" ] || { echo "bpfcost error=no-bpf-stats $(head -c 200 "$st" | tr '\n' ' ')"; return; }
+        echo "$miss" >> "$OUT/bpfcost.miss.vals"
+        # native: build/progs/callgraph (frame pointers; the main thread: its stack end is known)
+        for cfg in $native; do
+            local u=${cfg%%:*} size=16384
+            [ "$cfg" != "$u" ] && size=${cfg#*:}
+            [ "$u" = fp ] && size=0
+            # shellcheck disable=SC2046
+            bpfcost_run "native.$u.$size" "$miss" -d "$dur" --unwind "$u" $([ "$u" != fp ] && echo --stack-size "$size") \
+                -- "$BUILD/progs/callgraph" "$((dur + 5))" 1
+        done
+        for depth in $py; do
+            local log=$OUT/bpfcost.py$depth.out
+            bpfcost_pyload "$depth" "$log"
+            local pid=$!
+            WORKLOAD_PID=$pid
+            for _ in $(seq 100); do grep -q READY "$log" && break; sleep 0.1; done
+            for mode in $pymodes; do
+                local opt=""
+                case $mode in nopython) opt=--no-python ;; fp) opt="--unwind fp" ;; esac
+                # shellcheck disable=SC2086
+                bpfcost_run "py$depth.$mode" "$miss" -d "$dur" $opt "$pid"
+            done
+            kill "$pid"
+            wait "$pid" 2> /dev/null
+            WORKLOAD_PID=""
+        done
+        local line base base_n
+        line=$(bpfcost_gaps alone "$dur")
+        base=$(field gap_ns_per_cpu_s "$line")
+        base_n=$(field gaps_per_cpu_s "$line")
+        echo "$base_n/$(field gap_median_ns "$line")" >> "$OUT/bpfcost.gaps.alone.vals"
+        for how in $gaps; do
+            line=$(bpfcost_gaps "$how" "$dur")
+            local gns gn
+            gns=$(field gap_ns_per_cpu_s "$line")
+            gn=$(field gaps_per_cpu_s "$line")
+            if [ -z "$gns" ] || [ -z "$gn" ] || [ -z "$base" ]; then
+                echo "bpfcost gaps=$how error=$(echo "$line" | head -c 200)"
+                continue
+            fi
+            { num "($gns - $base) / ($gn - $base_n)" 0; echo; } >> "$OUT/bpfcost.gaps.$how.vals"
+        done
+    done
+    vals() { tr '\n' ',' < "$1" | sed 's/,$//'; }
+    echo "bpfcost target=none rounds=$rounds miss_ns_per_run=$(median < "$OUT/bpfcost.miss.vals") per_round=$(vals "$OUT/bpfcost.miss.vals")"
+    local keys="" k
+    for cfg in $native; do
+        local u=${cfg%%:*} size=16384
+        [ "$cfg" != "$u" ] && size=${cfg#*:}
+        [ "$u" = fp ] && size=0
+        keys="$keys native.$u.$size"
+    done
+    for depth in $py; do for mode in $pymodes; do keys="$keys py$depth.$mode"; done; done
+    for k in $keys; do
+        [ -s "$OUT/bpfcost.$k.vals" ] || continue
+        local m info
+        m=$(median < "$OUT/bpfcost.$k.vals")
+        read -r -a info < "$OUT/bpfcost.$k.info"
+        echo "bpfcost config=$k rate=1000 bpf_ns_per_sample=$m per_round=$(vals "$OUT/bpfcost.$k.vals")" \
+            "copy_bytes=${info[0]} py_frames=${info[1]} samples=${info[2]}" \
+            "bpf_pct_1k=$(num "$m / 10000" 3) bpf_pct_10k=$(num "$m / 1000" 2)"
+    done
+    echo "bpfcost gaps=alone per_round_gaps_per_cpu_s/median_ns=$(vals "$OUT/bpfcost.gaps.alone.vals")"
+    for how in $gaps; do
+        [ -s "$OUT/bpfcost.gaps.$how.vals" ] || continue
+        local m
+        m=$(median < "$OUT/bpfcost.gaps.$how.vals")
+        echo "bpfcost gaps=$how rate=10000 ns_per_sample=$m per_round=$(vals "$OUT/bpfcost.gaps.$how.vals")" \
+            "predicted_pct_1k=$(num "$m / 10000" 2) predicted_pct_10k=$(num "$m / 1000" 1)"
     done
 }
 
