@@ -58,8 +58,8 @@ struct proc {
     struct jitsyms *jit;
     struct unwind_cache *ucache;
     uint64_t last_refresh_ns, last_jit_ns;
-    uint64_t jit_due_ns;    /* next timed re-check of the JIT publications; UINT64_MAX: none */
-    uint64_t jit_names_gen; /* jitsyms_names_gen when sym_gen last followed it */
+    uint64_t jit_due_ns;          /* next timed re-check of the JIT publications; UINT64_MAX: none */
+    uint64_t jit_names_gen;       /* jitsyms_names_gen when sym_gen last followed it */
     const struct map_entry *last; /* the mapping found last: frames cluster in few modules */
     struct proc_stats stats;
     struct symslot syms[1u << SYMCACHE_BITS];
