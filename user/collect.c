@@ -541,6 +541,8 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
         return -ENOMEM;
     if (!t->proc)
         c->st.proc_errors++;
+    else
+        (void)proc_recheck_jit(t->proc, ev->time_ns); /* reused JIT code; -ENOMEM: the old names stay */
     python_attach(c, t);
     f = thread_frame(c, ev->tid, ev->comm, &fresh);
     if (f < 0)

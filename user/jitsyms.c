@@ -40,6 +40,7 @@ struct jitsyms {
     size_t n;
     struct jitsym *extra; /* regions published elsewhere (jitsyms_set_extra) */
     size_t nextra;
+    uint64_t names_gen; /* bumped when a rebuild names some address differently */
 };
 
 int jitsyms_new(struct jitsyms **out)
@@ -116,6 +117,29 @@ static bool live(const struct jitsyms *j, const struct source *s)
     return !s->stale && (!s->gen || s->gen == j->gen);
 }
 
+/* Whether candidate a was published after b: perf map < jitdump < the GDB JIT list, then later in
+ * its file (a jitdump's records are in the order the JIT wrote them). */
+static bool newer(const struct cand *a, const struct cand *b)
+{
+    return a->prio != b->prio ? a->prio > b->prio : a->seq > b->seq;
+}
+
+/* Whether the new table names any address differently from the current one (names are interned:
+ * equal names are equal pointers). */
+static bool same_names(const struct jitsyms *j, const struct jitsym *v, size_t n)
+{
+    if (n != j->n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].start != j->v[i].start || v[i].end != j->v[i].end || v[i].name != j->v[i].name)
+            return false;
+    return true;
+}
+
+/* The table: every region of every live source, sorted by start, without overlaps. Where regions
+ * overlap (a JIT reused the memory of retired code) the newer one wins: an older region that
+ * starts first ends where the newer one starts, one that starts inside a newer one is dropped
+ * (its start cannot move: offsets are counted from it). */
 static int rebuild(struct jitsyms *j)
 {
     size_t total = 0;
@@ -150,25 +174,37 @@ static int rebuild(struct jitsyms *j)
     for (size_t k = 0; k < j->nextra; k++)
         c[n++] = (struct cand){j->extra[k], 2, seq++};
     qsort(c, n, sizeof(*c), cmp_cand);
-    struct jitsym *v = calloc(n ? n : 1, sizeof(*v));
-    if (!v) {
-        free(c);
-        return -ENOMEM;
-    }
+    /* In place: c[0..w) is the table so far, sorted and without overlaps, so only its last
+     * region can overlap the next candidate (which starts at or after it). */
     size_t w = 0;
     for (size_t i = 0; i < n; i++) {
         if (c[i].sym.end <= c[i].sym.start)
             continue;
-        if (!(c[i].sym.name = strpool_intern(&j->names, c[i].sym.name))) {
+        if (w && c[w - 1].sym.end > c[i].sym.start) {
+            if (!newer(&c[i], &c[w - 1]))
+                continue;
+            c[w - 1].sym.end = c[i].sym.start;
+            if (c[w - 1].sym.end <= c[w - 1].sym.start)
+                w--; /* same start: replaced */
+        }
+        c[w++] = c[i];
+    }
+    struct jitsym *v = calloc(w ? w : 1, sizeof(*v));
+    if (!v) {
+        free(c);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < w; i++) {
+        v[i] = c[i].sym;
+        if (!(v[i].name = strpool_intern(&j->names, v[i].name))) {
             free(c);
             free(v);
             return -ENOMEM;
         }
-        if (w && v[w - 1].start == c[i].sym.start)
-            w--; /* same start: the later (or higher-priority) one wins */
-        v[w++] = c[i].sym;
     }
     free(c);
+    if (!same_names(j, v, w))
+        j->names_gen++;
     free(j->v);
     j->v = v;
     j->n = w;
@@ -311,6 +347,16 @@ struct jitsym *jitsyms_find(const struct jitsyms *j, uint64_t addr)
 size_t jitsyms_count(const struct jitsyms *j)
 {
     return j->n;
+}
+
+size_t jitsyms_sources(const struct jitsyms *j)
+{
+    return j->nsrc;
+}
+
+uint64_t jitsyms_names_gen(const struct jitsyms *j)
+{
+    return j->names_gen;
 }
 
 void jitsyms_free(struct jitsyms *j)

@@ -1,8 +1,11 @@
 /*
  * jitsyms — the JIT regions a target published: its jit-PID.dump (found through the target's
  * own mapping of it, as perf does) with the .eh_frame of each region from UNWINDING_INFO, and
- * /tmp/perf-PID.map (names only). Regions are sorted by start; a later load of the same start
- * wins, and a jitdump region wins over a perf map line.
+ * /tmp/perf-PID.map (names only). Regions are sorted by start and never overlap: where two
+ * publications cover the same address (a JIT retired code and reused its memory), the newer one
+ * wins — the later record of a jitdump, the later line of a perf map at the same start — and a
+ * jitdump region wins over a perf map line. An older region that starts before a newer one ends
+ * where that one starts; an older one that starts inside a newer one is dropped.
  */
 #ifndef PYEBPF_JITSYMS_H
 #define PYEBPF_JITSYMS_H
@@ -41,6 +44,12 @@ int jitsyms_set_extra(struct jitsyms *j, const struct jitsym *v, size_t n);
 /* The region holding addr, or NULL. O(log n). */
 struct jitsym *jitsyms_find(const struct jitsyms *j, uint64_t addr);
 size_t jitsyms_count(const struct jitsyms *j);
+/* Files read (jitdump, perf map): 0 while the target has published nothing in a file. */
+size_t jitsyms_sources(const struct jitsyms *j);
+/* Changes whenever a load or jitsyms_set_extra leaves some address named differently (a region
+ * added, gone, moved or renamed). A change the return values report without this one only moved
+ * CFI tables: names handed out stay right. */
+uint64_t jitsyms_names_gen(const struct jitsyms *j);
 void jitsyms_free(struct jitsyms *j);
 
 #endif

@@ -58,6 +58,8 @@ struct proc {
     struct jitsyms *jit;
     struct unwind_cache *ucache;
     uint64_t last_refresh_ns, last_jit_ns;
+    uint64_t jit_due_ns;          /* next timed re-check of the JIT publications; UINT64_MAX: none */
+    uint64_t jit_names_gen;       /* jitsyms_names_gen when sym_gen last followed it */
     const struct map_entry *last; /* the mapping found last: frames cluster in few modules */
     struct proc_stats stats;
     struct symslot syms[1u << SYMCACHE_BITS];
@@ -85,6 +87,12 @@ static unsigned shared_users;
 
 /* Addresses outside the mappings trigger a re-read at most this often. */
 #define REFRESH_MIN_NS 20000000ull
+
+/* A target that published JIT code in a file (or has CPython's JIT list) has its publications
+ * looked at again this often (proc_recheck_jit), or JIT_RECHECK_COST times as long as the last
+ * read took when that is longer: at most ~2 % of a CPU however large the files grow. */
+#define JIT_RECHECK_NS   200000000ull
+#define JIT_RECHECK_COST 50
 
 /* -- Known trampolines without unwinding information ----------------------------------------
  *
@@ -123,6 +131,14 @@ static uint64_t now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The clock of the samples' timestamps (bpf_ktime_get_ns), for the timed JIT re-check. */
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -236,9 +252,12 @@ static int load_pyjit(struct proc *p)
     return r;
 }
 
-/* Re-reads the JIT files; tables of replaced files are gone, and with them cached rows. */
+/* Re-reads the JIT files; tables of replaced files are gone, and with them cached rows. Cached
+ * names go (sym_gen) only when some address is named differently now. Schedules the next timed
+ * re-check, if the target has anything to re-check. */
 static int load_jit(struct proc *p)
 {
+    uint64_t t0 = mono_ns();
     int r = jitsyms_load(p->jit, p->pid, &p->maps, p->root);
     if (r >= 0) {
         int r2 = load_pyjit(p);
@@ -246,9 +265,34 @@ static int load_jit(struct proc *p)
     }
     if (r > 0) {
         unwind_cache_clear(p->ucache);
-        p->sym_gen++;
+        uint64_t g = jitsyms_names_gen(p->jit);
+        if (g != p->jit_names_gen) {
+            p->jit_names_gen = g;
+            p->sym_gen++;
+        }
     }
+    uint64_t t1 = mono_ns(), every = (t1 - t0) * JIT_RECHECK_COST;
+    if (every < JIT_RECHECK_NS)
+        every = JIT_RECHECK_NS;
+    p->jit_due_ns = jitsyms_sources(p->jit) || p->pyjit_state > 0 ? t1 + every : UINT64_MAX;
     return r == -ENOMEM ? r : 0;
+}
+
+/* Out of line: the caller's inline test is the per-sample cost. */
+static __attribute__((noinline)) int recheck_jit(struct proc *p)
+{
+    p->last_jit_ns = now_ns();
+    p->stats.jit_reloads++;
+    uint64_t gen = p->sym_gen;
+    int err = load_jit(p);
+    return err < 0 ? err : p->sym_gen != gen;
+}
+
+int proc_recheck_jit(struct proc *p, uint64_t now)
+{
+    if (now < p->jit_due_ns)
+        return 0;
+    return recheck_jit(p);
 }
 
 static bool same_maps(const struct maps *a, const struct maps *b)

@@ -44,6 +44,16 @@ void proc_close(struct proc *p);
 /* Re-reads /proc/PID/maps and the target's JIT publications (jitdump, perf map). */
 int proc_refresh(struct proc *p);
 
+/* The timed re-check of the target's JIT publications, for the per-sample path: a JIT may retire
+ * code and publish other code at the same address, and an address that already has a name never
+ * makes proc look again by itself. Once the target has published in a file (jitdump, perf map) or
+ * has CPython's JIT list, they are read again when `now` (CLOCK_MONOTONIC ns; a sample's
+ * timestamp will do) is JIT_RECHECK_NS (200 ms) past the last read, or longer after a slow read
+ * (proc.c); unchanged files cost one stat each, and a change bumps proc_generation only when some
+ * address is named differently. Not due: one comparison, no system call. Returns 1 when names
+ * changed, 0 when nothing was due or changed, -ENOMEM. Counted in proc_stats.jit_reloads. */
+int proc_recheck_jit(struct proc *p, uint64_t now);
+
 /* Symbolises one user address. Strings stay valid until proc_close. Returns 0, or -ENOENT
  * when the address is in no mapping (out->module NULL). */
 int proc_symbolize(struct proc *p, uint64_t ip, struct symres *out);
@@ -62,7 +72,7 @@ int proc_format(const struct symres *r, char *buf, size_t size);
 uint64_t proc_generation(const struct proc *p);
 
 struct proc_stats {
-    uint64_t refreshes, files_opened, jit_regions, jit_reloads;
+    uint64_t refreshes, files_opened, jit_regions, jit_reloads; /* reloads: unnamed JIT code, timed */
     uint64_t unwinds, frames, row_hits, row_misses, fp_steps, dwarf_steps;
     uint64_t sym_hits, sym_misses; /* proc_symbolize's cache */
 };

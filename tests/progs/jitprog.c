@@ -5,6 +5,7 @@
  *
  *   jitprog [--sinks gdb,jitdump,perfmap] [--batch N] [--jitdump-dir DIR] [--regions N]
  *           [--spin SECONDS | --stop | --wait]
+ *   jitprog [--sinks ...] [--jitdump-dir DIR] --reuse SECONDS
  *
  *   --sinks      sinks to switch on (default: $JITPROG_SINKS, else gdb)
  *   --batch      regions per GDB image (pyjit_options.gdb_batch)
@@ -12,9 +13,13 @@
  *   --spin S     burn CPU for S seconds inside innermost() (for profilers)
  *   --stop       raise SIGSTOP inside innermost() (for gdb -p), return when continued
  *   --wait       sleep inside innermost() until killed
+ *   --reuse S    one code slot, two lives: a trampoline published as "first_fn" calls
+ *                innermost(), which spins S seconds; then it is retired, written again at the
+ *                same address, published as "second_fn" and spun in for S seconds more (what a
+ *                JIT does when it frees code and hands the memory to other code)
  *
  * Before entering the chain it prints one line "ready PID jit_a=ADDR jit_b=ADDR jit_c=ADDR" on
- * stdout. Exit status 0 on success.
+ * stdout ("ready PID slot=ADDR" with --reuse). Exit status 0 on success.
  */
 #include <errno.h>
 #include <signal.h>
@@ -129,6 +134,51 @@ __attribute__((noinline)) static long run_chain(long (*entry)(long), long x)
     return r;
 }
 
+/* --reuse: the slot is written, published, run and retired twice, under two names. */
+static int run_reuse(struct pyjit *jit, double seconds)
+{
+    static const char *const names[2] = {"first_fn", "second_fn"};
+    size_t len = (size_t)sysconf(_SC_PAGESIZE);
+    uint8_t *slot = arena(len);
+    if (!slot) {
+        perror("jitprog: mmap");
+        return 1;
+    }
+    mode = MODE_SPIN;
+    spin_seconds = seconds;
+    for (int i = 0; i < 2; i++) {
+        if (mprotect(slot, len, PROT_READ | PROT_WRITE)) {
+            perror("jitprog: mprotect");
+            return 1;
+        }
+        emit(slot, (const void *)innermost);
+        if (mprotect(slot, len, PROT_READ | PROT_EXEC)) {
+            perror("jitprog: mprotect");
+            return 1;
+        }
+        struct pyjit_region r = region(slot, names[i]);
+        uint64_t id;
+        int err = pyjit_publish(jit, &r, &id);
+        if (err) {
+            fprintf(stderr, "jitprog: publish %s: %s\n", names[i], strerror(-err));
+            return 1;
+        }
+        if (i == 0) {
+            printf("ready %d slot=%p\n", (int)getpid(), (void *)slot);
+            fflush(stdout);
+        }
+        long ret = run_chain((long (*)(long))(void *)slot, 41);
+        pyjit_retire(jit, id);
+        if (ret != 42) {
+            fprintf(stderr, "jitprog: %s returned %ld\n", names[i], ret);
+            return 1;
+        }
+    }
+    pyjit_close(jit);
+    munmap(slot, len);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
 #ifndef __x86_64__
@@ -138,6 +188,7 @@ int main(int argc, char **argv)
     const char *env = getenv("JITPROG_SINKS");
     struct pyjit_options o = {.sinks = env && *env ? parse_sinks(env) : PYJIT_SINK_GDB};
     long extra = 0;
+    double reuse = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--sinks") && v)
@@ -154,9 +205,11 @@ int main(int argc, char **argv)
             mode = MODE_STOP;
         else if (!strcmp(a, "--wait"))
             mode = MODE_WAIT;
+        else if (!strcmp(a, "--reuse") && v)
+            reuse = atof(argv[++i]);
         else {
             fprintf(stderr, "usage: jitprog [--sinks gdb,jitdump,perfmap] [--batch N] [--jitdump-dir DIR] "
-                            "[--regions N] [--spin SECONDS | --stop | --wait]\n");
+                            "[--regions N] [--spin SECONDS | --stop | --wait | --reuse SECONDS]\n");
             return 2;
         }
     }
@@ -167,6 +220,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "jitprog: pyjit_open: %s\n", strerror(-err));
         return 1;
     }
+    if (reuse > 0)
+        return run_reuse(jit, reuse);
     size_t stride = pyjit_region_stride(jit, sizeof(TRAMPOLINE));
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t len = (3 * stride + page - 1) / page * page;
