@@ -2,7 +2,10 @@
 # perf names Python functions: scripts/pyebpf-perf record on a CPU-bound script (driver calls
 # hot_a twice and hot_b once per round), then perf report --stdio attributes sensible shares to
 # py::hot_a / py::hot_b / py::driver, and perf script call chains run hot -> driver -> <module>.
-# pyenv 3.11.7, 3.12.1, 3.13.0 and Debian's stripped /usr/bin/python3.11.
+# pyenv 3.11.7, 3.12.1, 3.13.0, Debian's stripped /usr/bin/python3.11 and, when `make test-pythons`
+# fetched them, Debian unstable's 3.14 and 3.15 (build/pythons/bin/python3.X, started through
+# their own loader: perf follows the exec and finds the interpreter binary in the process's
+# mappings like any library, so nothing special is needed here).
 source "$(dirname "$0")/../lib.sh"
 need_root
 need_cmd perf
@@ -30,12 +33,18 @@ PY
 
 debug_before=$(find "$HOME/.debug" -name 'jitted-*' 2> /dev/null | wc -l)
 for py in /root/.pyenv/versions/3.11.7/bin/python3.11 /root/.pyenv/versions/3.12.1/bin/python3.12 \
-    /root/.pyenv/versions/3.13.0/bin/python3.13 /usr/bin/python3.11; do
-    case "$py" in /usr/*) v="Debian $($py -c 'import platform; print(platform.python_version())' 2> /dev/null)" ;;
-                  *) v=$(basename "$(dirname "$(dirname "$py")")") ;; esac
+    /root/.pyenv/versions/3.13.0/bin/python3.13 /usr/bin/python3.11 \
+    "$BUILD/pythons/bin/python3.14" "$BUILD/pythons/bin/python3.15"; do
     if [ ! -x "$py" ]; then
-        skip "pyebpf-perf record ($v)" "$py not installed"; continue
+        case "$py" in
+        */pythons/bin/*) skip "pyebpf-perf record ($(basename "$py"))" "${py#"$ROOT"/} absent (make test-pythons)" ;;
+        *) skip "pyebpf-perf record ($py)" "$py not installed" ;;
+        esac
+        continue
     fi
+    case "$py" in /usr/*) v="Debian $($py -c 'import platform; print(platform.python_version())' 2> /dev/null)" ;;
+                  */pythons/bin/*) v="Debian unstable $($py -c 'import platform; print(platform.python_version())' 2> /dev/null)" ;;
+                  *) v=$(basename "$(dirname "$(dirname "$py")")") ;; esac
     out="$TMP/out-${v// /-}"
     if ! "$ROOT/scripts/pyebpf-perf" record -o "$out" -- "$py" "$TMP/cpu.py" 20 > "$TMP/rec.log" 2>&1 ||
         [ ! -s "$out/perf.jit.data" ]; then
