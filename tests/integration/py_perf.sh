@@ -30,6 +30,21 @@ def driver(rounds):
     return t
 print(driver(int(sys.argv[1])))
 PY
+# for pyebpf-sample: runs for argv[1] seconds after READY
+cat > "$TMP/timed.py" <<'PY'
+import sys, time
+def hot_a():
+    x = 0
+    for i in range(50000):
+        x += i
+    return x
+def driver(end):
+    while time.time() < end:
+        hot_a()
+print("READY", flush=True)
+driver(time.time() + float(sys.argv[1]))
+PY
+SAMPLE="$BUILD/pyebpf-sample"
 
 debug_before=$(find "$HOME/.debug" -name 'jitted-*' 2> /dev/null | wc -l)
 for py in /root/.pyenv/versions/3.11.7/bin/python3.11 /root/.pyenv/versions/3.12.1/bin/python3.12 \
@@ -101,6 +116,26 @@ for py in /root/.pyenv/versions/3.11.7/bin/python3.11 /root/.pyenv/versions/3.12
         pass "perf script ($v): $good/$n hot_a samples chain to py::driver, py::<module>, _start"
     else
         fail "perf script ($v)" "$good of $n hot_a samples have the full chain"
+    fi
+
+    # pyebpf-sample reads the same jitdump: with --no-python (native frames only) the
+    # trampolines are named frames, hot_a's under driver's.
+    name="pyebpf-sample --no-python ($v): py::hot_a samples under py::driver"
+    if [ ! -x "$SAMPLE" ]; then skip "$name" "$SAMPLE not built"; continue; fi
+    ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    mkdir -p "$out/sample"
+    PYTHONPATH="$BUILD/python$ver" "$py" -m pyebpf_jit --jitdump --jitdump-dir "$out/sample" \
+        "$TMP/timed.py" 3 > "$out/sample/out" 2>&1 &
+    tpid=$!
+    for _ in $(seq 100); do grep -q READY "$out/sample/out" && break; sleep 0.05; done
+    "$SAMPLE" -q --no-python -d 1.5 -F 199 $tpid > "$out/sample/folded" 2> "$out/sample/err"
+    wait $tpid
+    read -r all hot chained < <(awk '{ s += $NF } /py::hot_a:/ { h += $NF }
+        /;py::driver:[^;]*;([^;]*;)*py::hot_a:/ { c += $NF } END { print s + 0, h + 0, c + 0 }' "$out/sample/folded")
+    if [ "$hot" -gt 50 ] && [ $((chained * 100)) -ge $((hot * 90)) ]; then
+        pass "$name: $chained of $hot ($all samples)"
+    else
+        fail "$name" "$chained of $hot ($all samples): $(head -3 "$out/sample/err" | tr '\n' '|')"
     fi
 done
 debug_after=$(find "$HOME/.debug" -name 'jitted-*' 2> /dev/null | wc -l)
