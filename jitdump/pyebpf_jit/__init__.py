@@ -34,11 +34,17 @@ import os
 
 try:
     from . import _native
-except ImportError as e:
-    raise ImportError(
-        "pyebpf_jit: no extension for CPython %d.%d next to %s (build it with make for this "
-        "interpreter): %s" % (sys.version_info[0], sys.version_info[1], __path__[0], e)
-    ) from None
+except ImportError:
+    # A package copied from another version's build has no _native for this one: say so
+    # (Python's own message would suggest a circular import).
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    if not any(os.path.exists(os.path.join(__path__[0], "_native" + x)) for x in EXTENSION_SUFFIXES):
+        raise ImportError(
+            "pyebpf_jit: no extension for CPython %d.%d in %s (build it with make for this "
+            "interpreter)" % (sys.version_info[0], sys.version_info[1], __path__[0])
+        ) from None
+    raise
 
 __all__ = ["enable", "disable", "is_enabled", "flush", "stats", "enable_from_env"]
 
