@@ -232,7 +232,9 @@ def bench_ir(build, tmp, k=20):
     for ver, py in PYTHONS:
         if not os.path.exists(py):
             continue
-        env = dict(os.environ, PYTHONPATH=pkg_dir(build, ver), PYEBPF_JITDUMP_DIR=tmp)
+        # a fixed hash seed: string hashing (dict layouts, set orders) then costs the same in
+        # every run, so the two runs of a configuration differ by the calls alone
+        env = dict(os.environ, PYTHONPATH=pkg_dir(build, ver), PYEBPF_JITDUMP_DIR=tmp, PYTHONHASHSEED="0")
         env.pop("PYEBPF_JIT", None)
         configs = [("no module", [], "off"), ("pyebpf_jit sinks=none", [], "pyebpf:none"),
                    ("pyebpf_jit sinks=gdb,jitdump,perfmap", [], "pyebpf:gdb,jitdump,perfmap")]
