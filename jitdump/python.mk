@@ -7,7 +7,8 @@
 # to copy the package and pyebpf_jit.pth (honours PYEBPF_JIT=gdb,jitdump,perfmap) into each
 # interpreter's site-packages. Interpreters sharing a MAJOR.MINOR (Debian's /usr/bin/python3.11
 # and pyenv's 3.11.7) share one build: the first in PYTHONS compiles it, the ABI is the same.
-# Only 3.11-3.15 are built; others are listed by `make python-info` as skipped.
+# Only 3.11-3.15 with the GIL are built; others (free-threaded builds included) are listed by
+# `make python-info` as skipped.
 #
 # 3.14 and 3.15 come from build/pythons (scripts/test-pythons, `make test-pythons`): Debian
 # unstable's interpreters behind a loader wrapper, with their headers unpacked beside them. Their
@@ -22,9 +23,10 @@ PY_CANDIDATES := $(wildcard /root/.pyenv/versions/3.11.7/bin/python3.11 \
 PY_TEST_PYTHONS := $(wildcard build/pythons/bin/python3.14 build/pythons/bin/python3.15)
 PYTHONS ?= python3 $(PY_CANDIDATES) $(PY_TEST_PYTHONS)
 
-# "MAJOR.MINOR INCLUDE EXT_SUFFIX PLATLIB" or nothing when the interpreter is unusable.
+# "MAJOR.MINOR INCLUDE EXT_SUFFIX PLATLIB GIL_DISABLED" or nothing when the interpreter is unusable.
 PY_QUERY := import sys, sysconfig as s; p = s.get_paths(); \
-  print("%d.%d" % sys.version_info[:2], p["include"], s.get_config_var("EXT_SUFFIX"), p["platlib"])
+  print("%d.%d" % sys.version_info[:2], p["include"], s.get_config_var("EXT_SUFFIX"), p["platlib"], \
+  int(bool(s.get_config_var("Py_GIL_DISABLED"))))
 py_info = $(shell $(1) -c '$(PY_QUERY)' 2>/dev/null)
 PY_SUPPORTED := 3.11 3.12 3.13 3.14 3.15
 
@@ -32,7 +34,8 @@ PY_SUPPORTED := 3.11 3.12 3.13 3.14 3.15
 $(foreach p,$(PYTHONS),$(eval PYINFO_$(subst /,_,$(p)) := $(call py_info,$(p))))
 pyinfo = $(PYINFO_$(subst /,_,$(1)))
 py_ver = $(word 1,$(call pyinfo,$(1)))
-py_usable = $(and $(filter $(PY_SUPPORTED),$(call py_ver,$(1))),$(wildcard $(word 2,$(call pyinfo,$(1)))/Python.h))
+py_usable = $(and $(filter $(PY_SUPPORTED),$(call py_ver,$(1))),$(filter 0,$(word 5,$(call pyinfo,$(1)))),\
+  $(wildcard $(word 2,$(call pyinfo,$(1)))/Python.h))
 
 PY_USABLE := $(foreach p,$(PYTHONS),$(if $(call py_usable,$(p)),$(p)))
 # first interpreter of each MAJOR.MINOR builds it
@@ -83,7 +86,7 @@ all: python-ext
 endif
 
 python-info:
-	@$(foreach p,$(PYTHONS),echo "$(p): $(or $(call pyinfo,$(p)),unusable)$(if $(call py_usable,$(p)),, (skipped: needs 3.11-3.15 and Python.h))";)
+	@$(foreach p,$(PYTHONS),echo "$(p): $(or $(call pyinfo,$(p)),unusable)$(if $(call py_usable,$(p)),, (skipped: needs 3.11-3.15 with the GIL and Python.h))";)
 	@echo "built by: $(PY_BUILDERS)"
 
 # Installs into each interpreter's own site-packages (platlib), as pip would, and
