@@ -312,6 +312,7 @@ static int frame_layout_ok(PyInterpreterState *interp, _PyFrameEvalFunction prev
     int ok = r && PyLong_Check(r) && PyLong_AsLong(r) == 1 && probe.calls > 0 && probe.seen == probe.want;
     Py_XDECREF(r);
     PyErr_Clear();
+    PyDict_Clear(globals); /* the function refers back to its globals: break the cycle */
     Py_DECREF(globals);
     if (!ok) {
         PyErr_Format(PyExc_RuntimeError,

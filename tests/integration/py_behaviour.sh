@@ -143,19 +143,24 @@ for entry in "${pys[@]}"; do
         fail "CPython test modules pass with pyebpf_jit ($v)" "extension not built in $pkg"
         continue
     fi
-    rm -f "$TMP/stats"/*
-    log="$TMP/regrtest-$v.log"
-    PYEBPF_TEST_EXECUTABLE="$py" PYEBPF_JIT=gdb PYEBPF_STATS_DIR="$TMP/stats" PYTHONPATH="$TMP/site:$pkg" \
-        timeout 300 "$py" -m test -j0 test_generators test_coroutines test_exceptions \
-        test_yield_from test_contextlib test_with > "$log" 2>&1
-    rc=$?
-    hooked=$(cat "$TMP/stats"/* 2>/dev/null | awk '$1 == 1 && $2 > 100' | wc -l)
-    if [ $rc -ne 0 ]; then
-        fail "CPython test modules pass with pyebpf_jit ($v)" "rc=$rc: $(grep -E 'failed|FAIL|Error' "$log" | head -5 | tr '\n' '|')"
-    elif [ "$hooked" -lt 2 ]; then
-        fail "CPython test modules pass with pyebpf_jit ($v)" "the hook was not on in the test processes ($hooked)"
+    if ! "$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("test.test_generators") is None)' 2> /dev/null; then
+        # build/pythons without libpython3.X-testsuite (scripts/test-pythons warned)
+        skip "CPython test modules pass with pyebpf_jit ($v)" "CPython's test modules are not installed for $py"
     else
-        pass "CPython test modules pass with pyebpf_jit ($v: $(grep -o 'run=[0-9,]*' "$log" | head -1) tests, $hooked processes hooked)"
+        rm -f "$TMP/stats"/*
+        log="$TMP/regrtest-$v.log"
+        PYEBPF_TEST_EXECUTABLE="$py" PYEBPF_JIT=gdb PYEBPF_STATS_DIR="$TMP/stats" PYTHONPATH="$TMP/site:$pkg" \
+            timeout 300 "$py" -m test -j0 test_generators test_coroutines test_exceptions \
+            test_yield_from test_contextlib test_with > "$log" 2>&1
+        rc=$?
+        hooked=$(cat "$TMP/stats"/* 2>/dev/null | awk '$1 == 1 && $2 > 100' | wc -l)
+        if [ $rc -ne 0 ]; then
+            fail "CPython test modules pass with pyebpf_jit ($v)" "rc=$rc: $(grep -E 'failed|FAIL|Error' "$log" | head -5 | tr '\n' '|')"
+        elif [ "$hooked" -lt 2 ]; then
+            fail "CPython test modules pass with pyebpf_jit ($v)" "the hook was not on in the test processes ($hooked)"
+        else
+            pass "CPython test modules pass with pyebpf_jit ($v: $(grep -o 'run=[0-9,]*' "$log" | head -1) tests, $hooked processes hooked)"
+        fi
     fi
     mkdir -p "$TMP/dumps-$v"
     out=$(PYTHONPATH="$pkg" timeout 120 "$py" -W ignore::DeprecationWarning "$TMP/threads_fork.py" "$TMP/dumps-$v" 2>&1)
