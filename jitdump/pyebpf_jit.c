@@ -87,8 +87,8 @@ static struct {
     _PyFrameEvalFunction eval; /* what trampolines call */
     int enabled;
     int finalizing;
-    int fast_extra;  /* the co_extra layout matched: read it directly */
-    int frame_ok;    /* frame_layout_ok() passed */
+    int fast_extra; /* the co_extra layout matched: read it directly */
+    int frame_ok;   /* frame_layout_ok() passed */
     uint64_t made, reused, failed, retired, publish_ns;
 } st = {.extra_index = -1};
 
