@@ -50,6 +50,10 @@ for py in "${pythons[@]}"; do
     ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
     pkg="$BUILD/python$ver"
     if ! ls "$pkg"/pyebpf_jit/_native*.so > /dev/null 2>&1; then
+        # build/pythons fetched before it carried the headers: nothing to build the module with
+        case "$py" in */pythons/bin/*) [ -f "$BUILD/pythons/root/usr/include/python$ver/Python.h" ] ||
+            { skip "$name" "no Python.h under build/pythons (make test-pythons, then make)"; continue; } ;;
+        esac
         fail "$name" "extension not built in $pkg (make)"; continue
     fi
     # a fresh file per run: the background shell truncates it only after we may have looked
