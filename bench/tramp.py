@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Overhead of pyebpf_jit trampolines, measured against the same interpreter in the same run.
 
-    python3 bench/tramp.py [--build DIR] [--rounds N] [--only calls,register,gdb]
+    python3 bench/tramp.py [--build DIR] [--rounds N] [--only calls,ir,register,gdb]
+                           [--pythons 3.11,3.14,...]
 
 1. calls: a call-heavy microbenchmark (recursive fib(27) + 400,000 method-call loop iterations,
    ~1.84 million Python calls; process CPU time) without the module, with trampolines and each sink (none, gdb, jitdump,
@@ -9,10 +10,17 @@
    Each configuration runs in its own process, best of 5 repetitions in-process; configurations
    are interleaved over N rounds and the median of the rounds is reported. Ratio = time / time
    without the module; ns/call = extra time per Python call.
-2. register: cost per new code object: 10,000 distinct functions called once (trampoline made and
+2. ir: instructions per Python call (valgrind --tool=callgrind, whole process, children traced):
+   a recursive fib(15) (1,973 calls) run K times minus run 0 times, divided by the calls, for
+   each configuration; deterministic, unlike the times of 1 on a shared machine.
+3. register: cost per new code object: 10,000 distinct functions called once (trampoline made and
    published) minus called again (trampoline cached), with the module off as the baseline.
-3. gdb: wall time of `gdb -p PID -batch -ex bt` on a process that called 10,000 distinct
+4. gdb: wall time of `gdb -p PID -batch -ex bt` on a process that called 10,000 distinct
    functions, with the gdb sink on and with the module off.
+
+Interpreters: pyenv 3.11.7, 3.12.1, 3.13.0 and, when `make test-pythons` fetched them, Debian
+unstable's 3.14 and 3.15 (BUILD/pythons/bin/python3.X, loader wrappers: gdb is given the
+interpreter binary, see tests/integration/py_gdb.sh).
 """
 import json
 import os
@@ -29,6 +37,17 @@ PYTHONS = [
     ("3.12.1", "/root/.pyenv/versions/3.12.1/bin/python3.12"),
     ("3.13.0", "/root/.pyenv/versions/3.13.0/bin/python3.13"),
 ]
+
+
+def add_test_pythons(build):
+    """Debian unstable's 3.14 and 3.15 under BUILD/pythons, labelled with their full version."""
+    for minor in ("3.14", "3.15"):
+        py = os.path.join(build, "pythons", "bin", "python" + minor)
+        if os.path.exists(py):
+            ver = subprocess.run([py, "-c", "import platform; print(platform.python_version())"],
+                                 capture_output=True, text=True).stdout.strip()
+            if ver.startswith(minor):
+                PYTHONS.append((ver, py))
 
 CALLS = r'''
 import json, sys, time
@@ -104,12 +123,30 @@ ns = {}
 exec(compile(src, "many.py", "exec"), ns)
 for i in range(10000): ns["f%d" % i](1)
 def level3():
-    print("ready", flush=True)
+    print("ready", os.path.realpath(sys.executable), flush=True)
     time.sleep(600)
 def level2(): level3()
 def level1(): level2()
 level1()
 '''
+
+
+IR = r'''
+import sys
+mode, k = sys.argv[1], int(sys.argv[2])
+if mode.startswith("pyebpf:"):
+    import pyebpf_jit
+    s = mode.split(":")[1]
+    pyebpf_jit.enable(gdb="gdb" in s, jitdump="jitdump" in s, perfmap="perfmap" in s)
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+fib(15)  # trampoline made (and specialisation warmed) in both runs
+for _ in range(k):
+    fib(15)
+'''
+IR_CALLS = 1973  # calls of one fib(15)
 
 
 def pkg_dir(build, ver):
@@ -165,6 +202,53 @@ def bench_calls(build, rounds, tmp):
     return rows
 
 
+def bench_ir(build, tmp, k=20):
+    vg = shutil.which("valgrind")
+    if not vg:
+        print("\n## ir: skipped (no valgrind)")
+        return
+    print("\n## ir: instructions per Python call (callgrind; fib(15) x %d minus x 0, / %d calls)"
+          % (k, k * IR_CALLS))
+    print("| Python | configuration | Ir per call | extra Ir per call |")
+    print("|---|---|---:|---:|")
+    script = os.path.join(tmp, "ir.py")
+    with open(script, "w") as f:
+        f.write(IR)
+
+    def total_ir(py, xopt, mode, n, env):
+        out = os.path.join(tmp, "cg.out.%p")
+        r = subprocess.run([vg, "--tool=callgrind", "--trace-children=yes", "--callgrind-out-file=" + out,
+                            py] + xopt + [script, mode, str(n)], env=env, cwd=tmp, capture_output=True,
+                           text=True, timeout=1200)
+        if r.returncode != 0:
+            raise RuntimeError("%s %s: %s" % (py, mode, r.stderr[-500:]))
+        # the last "Collected" line is the interpreter's (a wrapper shell execs into it)
+        lines = [l for l in r.stderr.splitlines() if "Collected :" in l]
+        for f in os.listdir(tmp):
+            if f.startswith("cg.out."):
+                os.unlink(os.path.join(tmp, f))
+        return int(lines[-1].split(":")[-1])
+
+    for ver, py in PYTHONS:
+        if not os.path.exists(py):
+            continue
+        # a fixed hash seed: string hashing (dict layouts, set orders) then costs the same in
+        # every run, so the two runs of a configuration differ by the calls alone
+        env = dict(os.environ, PYTHONPATH=pkg_dir(build, ver), PYEBPF_JITDUMP_DIR=tmp, PYTHONHASHSEED="0")
+        env.pop("PYEBPF_JIT", None)
+        configs = [("no module", [], "off"), ("pyebpf_jit sinks=none", [], "pyebpf:none"),
+                   ("pyebpf_jit sinks=gdb,jitdump,perfmap", [], "pyebpf:gdb,jitdump,perfmap")]
+        if ver >= "3.12":
+            configs.append(("CPython -X perf", ["-X", "perf"], "off"))
+        if ver >= "3.13":
+            configs.append(("CPython -X perf_jit", ["-X", "perf_jit"], "off"))
+        base = None
+        for name, xopt, mode in configs:
+            per = (total_ir(py, xopt, mode, k, env) - total_ir(py, xopt, mode, 0, env)) / (k * IR_CALLS)
+            base = per if base is None else base
+            print("| %s | %s | %.0f | %+.0f |" % (ver, name, per, per - base), flush=True)
+
+
 def bench_register(build, tmp):
     print("\n## register: cost per new code object (10,000 functions, each called once)")
     print("| Python | sinks | µs per code object (wall, minus module off) | µs in tramp_make (stats) |")
@@ -206,10 +290,14 @@ def bench_gdb(build, tmp):
             p = subprocess.Popen([py, script, mode], env=env, cwd=tmp, stdout=subprocess.PIPE, text=True)
             SPAWNED.append(p.pid)
             try:
-                p.stdout.readline()
+                exe = p.stdout.readline().split()[-1]
                 time.sleep(0.2)
+                args = [gdb, "-p", str(p.pid), "-batch", "-ex", "bt"]
+                if os.path.realpath("/proc/%d/exe" % p.pid) != exe:
+                    # a loader started by hand (build/pythons): gdb must be given the interpreter
+                    args[1:1] = ["-iex", "set exec-file-mismatch off", exe]
                 t = time.perf_counter()
-                r = subprocess.run([gdb, "-p", str(p.pid), "-batch", "-ex", "bt"],
+                r = subprocess.run(args,
                                    capture_output=True, text=True, timeout=600)
                 dt = time.perf_counter() - t
                 n = r.stdout.count(" py::")
@@ -222,7 +310,8 @@ def bench_gdb(build, tmp):
 def main(argv):
     build = os.path.join(ROOT, "build")
     rounds = 5
-    only = "calls,register,gdb"
+    only = "calls,ir,register,gdb"
+    want = None
     i = 0
     while i < len(argv):
         if argv[i] == "--build":
@@ -231,14 +320,21 @@ def main(argv):
             rounds = int(argv[i + 1]); i += 1
         elif argv[i] == "--only":
             only = argv[i + 1]; i += 1
+        elif argv[i] == "--pythons":
+            want = argv[i + 1].split(","); i += 1
         else:
             sys.exit(__doc__)
         i += 1
+    add_test_pythons(build)
+    if want:
+        PYTHONS[:] = [(v, p) for v, p in PYTHONS if any(v == w or v.startswith(w + ".") for w in want)]
     tmp = tempfile.mkdtemp(prefix="pyebpf-bench.")
     try:
         print("# pyebpf_jit overhead (%s, %s)" % (time.strftime("%Y-%m-%d %H:%M"), os.uname().machine))
         if "calls" in only:
             bench_calls(build, rounds, tmp)
+        if "ir" in only:
+            bench_ir(build, tmp)
         if "register" in only:
             bench_register(build, tmp)
         if "gdb" in only:

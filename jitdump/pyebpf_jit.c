@@ -1,5 +1,5 @@
 /*
- * pyebpf_jit._native — per-function frame-pointer trampolines for CPython 3.11–3.13.
+ * pyebpf_jit._native — per-function frame-pointer trampolines for CPython 3.11–3.15.
  *
  * With the module on, gdb and perf see Python functions on the native stack:
  *
@@ -24,6 +24,11 @@
  *
  * Threads: all state here is touched with the GIL held; libpyjit is thread-safe by itself. The
  * free-threaded build (no GIL) is refused.
+ *
+ * Layout checks before the hook goes in (enable()): the code object is found where FRAME_CODE
+ * says in the frame of a probe function (frame_layout_ok), and co_extra reads back as written
+ * (extra_layout_ok). With the interpreter's internal headers at hand, pyebpf_jit_layout.c also
+ * checks FRAME_CODE against them at build time.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -34,24 +39,16 @@
 #include <time.h>
 
 #include "pyebpf_jit_arena.h"
+#include "pyebpf_jit_frame.h"
 #include "pyjit.h"
 
-/* The frame layout and evaluator API below are those of 3.11–3.13; other versions are refused
+/* The frame layouts and evaluator API below are those of 3.11–3.15; other versions are refused
  * here and, with a clear message, by the package's __init__.py before it loads this module. */
-#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030E0000
-#error "pyebpf_jit supports CPython 3.11, 3.12 and 3.13"
+#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x03100000
+#error "pyebpf_jit supports CPython 3.11 to 3.15"
 #endif
 #ifdef Py_GIL_DISABLED
 #error "pyebpf_jit needs the GIL (free-threaded builds are not supported)"
-#endif
-
-/* Where _PyInterpreterFrame keeps its code object (Include/internal/pycore_frame.h):
- * 3.11 f_code after f_func, f_globals, f_builtins, f_locals; 3.12 f_code first; 3.13
- * f_executable first (a code object for every frame the evaluator is asked to run; checked). */
-#if PY_VERSION_HEX < 0x030C0000
-#define FRAME_CODE_OFFSET 32
-#else
-#define FRAME_CODE_OFFSET 0
 #endif
 
 /* 3.12 renamed the co_extra API to PyUnstable_* and deprecated the old names. */
@@ -91,6 +88,7 @@ static struct {
     int enabled;
     int finalizing;
     int fast_extra; /* the co_extra layout matched: read it directly */
+    int frame_ok;   /* frame_layout_ok() passed */
     uint64_t made, reused, failed, retired, publish_ns;
 } st = {.extra_index = -1};
 
@@ -231,7 +229,7 @@ static inline void *trampoline_of(PyObject *code)
 
 static PyObject *pyebpf_eval(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
 {
-    PyObject *code = *(PyObject **)((char *)f + FRAME_CODE_OFFSET);
+    PyObject *code = frame_code(f);
     if (PyCode_Check(code)) {
         void *t = trampoline_of(code);
         if (!t)
@@ -262,6 +260,70 @@ static int extra_layout_ok(void)
     PyErr_Clear();
     Py_DECREF(co);
     return ok;
+}
+
+/* The frame probe: which code object the first frame run on the probing thread holds. */
+static struct {
+    PyThreadState *ts;
+    PyObject *want;
+    _PyFrameEvalFunction next;
+    int calls;
+    PyObject *seen;
+} probe;
+
+static PyObject *probe_eval(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
+{
+    if (ts == probe.ts && probe.calls++ == 0)
+        probe.seen = frame_code(f);
+    return probe.next(ts, f, throwflag);
+}
+
+/* Does frame_code() find the code object in this interpreter's frames? A fresh function is
+ * called once under probe_eval. The first frame evaluated on this thread after the hook goes in
+ * is that function's (it is called right away); frames of other threads that may run meanwhile
+ * pass through untouched. Returns 0 or -1 with RuntimeError set. */
+static int frame_layout_ok(PyInterpreterState *interp, _PyFrameEvalFunction prev)
+{
+    static const char src[] = "def probe():\n    return 1\n";
+    PyObject *globals = PyDict_New();
+    if (!globals || PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) != 0) {
+        Py_XDECREF(globals);
+        return -1;
+    }
+    PyObject *code = Py_CompileString(src, "<pyebpf_jit probe>", Py_file_input);
+    PyObject *mod = code ? PyEval_EvalCode(code, globals, globals) : NULL;
+    PyObject *fn = mod ? PyDict_GetItemString(globals, "probe") : NULL; /* borrowed */
+    Py_XDECREF(code);
+    Py_XDECREF(mod);
+    if (!fn || !PyFunction_Check(fn)) {
+        Py_DECREF(globals);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "pyebpf_jit: the frame probe could not be built");
+        return -1;
+    }
+    probe.ts = PyThreadState_Get();
+    probe.want = PyFunction_GetCode(fn);
+    probe.next = prev ? prev : _PyEval_EvalFrameDefault;
+    probe.calls = 0;
+    probe.seen = NULL;
+    _PyInterpreterState_SetEvalFrameFunc(interp, probe_eval);
+    PyObject *r = PyObject_CallNoArgs(fn);
+    _PyInterpreterState_SetEvalFrameFunc(interp, probe.next);
+    int ok = r && PyLong_Check(r) && PyLong_AsLong(r) == 1 && probe.calls > 0 && probe.seen == probe.want;
+    Py_XDECREF(r);
+    PyErr_Clear();
+    PyDict_Clear(globals); /* the function refers back to its globals: break the cycle */
+    Py_DECREF(globals);
+    if (!ok) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "pyebpf_jit: this interpreter's frames do not hold their code object where this "
+                     "build looks for it (offset %d, tag mask %d; evaluator called %d times, found %p, "
+                     "want %p); not installing the hook",
+                     FRAME_CODE_OFFSET, (int)FRAME_CODE_TAG_BITS, probe.calls, (void *)probe.seen,
+                     (void *)probe.want);
+        return -1;
+    }
+    return 0;
 }
 
 static int open_sinks(unsigned sinks, const char *jitdump_dir, const char *perfmap_dir)
@@ -316,9 +378,14 @@ static PyObject *py_enable(PyObject *self, PyObject *args, PyObject *kw)
         }
         st.fast_extra = extra_layout_ok();
     }
+    _PyFrameEvalFunction prev = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (!st.frame_ok) {
+        if (frame_layout_ok(interp, prev) != 0)
+            return NULL;
+        st.frame_ok = 1;
+    }
     if (!st.opened && open_sinks(sinks, jitdump_dir, perfmap_dir) != 0)
         return NULL;
-    _PyFrameEvalFunction prev = _PyInterpreterState_GetEvalFrameFunc(interp);
     st.prev = prev;
     st.eval = prev ? prev : _PyEval_EvalFrameDefault;
     st.interp = interp;
@@ -370,13 +437,13 @@ static PyObject *py_stats(PyObject *self, PyObject *unused)
 {
     const char *path = st.jit ? pyjit_jitdump_path(st.jit) : NULL;
     unsigned live = st.jit ? pyjit_sinks(st.jit) : 0;
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:d,s:n,s:n,s:I,s:I,s:s,s:i}", "trampolines",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:d,s:n,s:n,s:I,s:I,s:s,s:i,s:i}", "trampolines",
                          (unsigned long long)st.made, "reused", (unsigned long long)st.reused, "failed",
                          (unsigned long long)st.failed, "retired", (unsigned long long)st.retired,
                          "publish_us", st.made ? (double)st.publish_ns / 1e3 / (double)st.made : 0.0,
                          "mapped_bytes", (Py_ssize_t)tramp_arena_mapped(&st.arena), "stride",
                          (Py_ssize_t)st.arena.stride, "sinks", st.sinks, "live_sinks", live, "jitdump_path",
-                         path, "fast_extra", st.fast_extra);
+                         path, "fast_extra", st.fast_extra, "frame_checked", st.frame_ok);
 }
 
 static PyMethodDef methods[] = {

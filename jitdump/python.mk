@@ -7,25 +7,35 @@
 # to copy the package and pyebpf_jit.pth (honours PYEBPF_JIT=gdb,jitdump,perfmap) into each
 # interpreter's site-packages. Interpreters sharing a MAJOR.MINOR (Debian's /usr/bin/python3.11
 # and pyenv's 3.11.7) share one build: the first in PYTHONS compiles it, the ABI is the same.
-# Only 3.11-3.13 are built; others are listed by `make python-info` as skipped.
+# Only 3.11-3.15 with the GIL are built; others (free-threaded builds included) are listed by
+# `make python-info` as skipped.
+#
+# 3.14 and 3.15 come from build/pythons (scripts/test-pythons, `make test-pythons`): Debian
+# unstable's interpreters behind a loader wrapper, with their headers unpacked beside them. Their
+# sysconfig already names the include directory inside build/pythons/root; its parent is added
+# too, for the multiarch <x86_64-linux-gnu/python3.X/pyconfig.h> that Python.h includes. They are
+# test interpreters: `make install-python` leaves them out.
 
 PY_CANDIDATES := $(wildcard /root/.pyenv/versions/3.11.7/bin/python3.11 \
                    /root/.pyenv/versions/3.12.1/bin/python3.12 \
                    /root/.pyenv/versions/3.13.0/bin/python3.13) \
                  $(if $(wildcard /usr/include/python3.11/Python.h),$(wildcard /usr/bin/python3.11))
-PYTHONS ?= python3 $(PY_CANDIDATES)
+PY_TEST_PYTHONS := $(wildcard build/pythons/bin/python3.14 build/pythons/bin/python3.15)
+PYTHONS ?= python3 $(PY_CANDIDATES) $(PY_TEST_PYTHONS)
 
-# "MAJOR.MINOR INCLUDE EXT_SUFFIX PLATLIB" or nothing when the interpreter is unusable.
+# "MAJOR.MINOR INCLUDE EXT_SUFFIX PLATLIB GIL_DISABLED" or nothing when the interpreter is unusable.
 PY_QUERY := import sys, sysconfig as s; p = s.get_paths(); \
-  print("%d.%d" % sys.version_info[:2], p["include"], s.get_config_var("EXT_SUFFIX"), p["platlib"])
+  print("%d.%d" % sys.version_info[:2], p["include"], s.get_config_var("EXT_SUFFIX"), p["platlib"], \
+  int(bool(s.get_config_var("Py_GIL_DISABLED"))))
 py_info = $(shell $(1) -c '$(PY_QUERY)' 2>/dev/null)
-PY_SUPPORTED := 3.11 3.12 3.13
+PY_SUPPORTED := 3.11 3.12 3.13 3.14 3.15
 
 # name -> info, computed once per interpreter
 $(foreach p,$(PYTHONS),$(eval PYINFO_$(subst /,_,$(p)) := $(call py_info,$(p))))
 pyinfo = $(PYINFO_$(subst /,_,$(1)))
 py_ver = $(word 1,$(call pyinfo,$(1)))
-py_usable = $(and $(filter $(PY_SUPPORTED),$(call py_ver,$(1))),$(wildcard $(word 2,$(call pyinfo,$(1)))/Python.h))
+py_usable = $(and $(filter $(PY_SUPPORTED),$(call py_ver,$(1))),$(filter 0,$(word 5,$(call pyinfo,$(1)))),\
+  $(wildcard $(word 2,$(call pyinfo,$(1)))/Python.h))
 
 PY_USABLE := $(foreach p,$(PYTHONS),$(if $(call py_usable,$(p)),$(p)))
 # first interpreter of each MAJOR.MINOR builds it
@@ -45,13 +55,16 @@ $(PYJIT_EXT_MAP): jitdump/python.mk
 	@mkdir -p $(@D)
 	printf '{\n  global: PyInit__native; __jit_debug_register_code; __jit_debug_descriptor;\n  local: *;\n};\n' > $@
 
+# -I for the parent of an include dir outside the system's /usr/include (multiarch pyconfig.h)
+py_parent_inc = $(if $(filter /usr/include/%,$(1)),,$(if $(wildcard $(1)/../*/python*/pyconfig.h),-I$(abspath $(1)/..)))
+
 # $(1) interpreter, $(2) MAJOR.MINOR, $(3) include dir, $(4) EXT_SUFFIX
 define PY_EXT_RULES
 PYJIT_EXT_$(2) := $(BUILD)/python$(2)/pyebpf_jit/_native$(4)
 PYJIT_PKG_$(2) := $(PYJIT_PKG_SRCS:jitdump/pyebpf_jit/%=$(BUILD)/python$(2)/pyebpf_jit/%)
 $$(PYJIT_EXT_$(2)): $(PYJIT_EXT_SRCS) $(PYJIT_EXT_HDRS) $(BUILD)/libpyjit.a $(PYJIT_EXT_MAP)
 	@mkdir -p $$(@D)
-	$$(CC) $$(CPPFLAGS) -I$(3) $$(CFLAGS) -fvisibility=hidden -shared $$(LDFLAGS) \
+	$$(CC) $$(CPPFLAGS) -I$(3) $(call py_parent_inc,$(3)) $$(CFLAGS) -fvisibility=hidden -shared $$(LDFLAGS) \
 	  -Wl,--version-script=$(PYJIT_EXT_MAP) -Wl,-z,noexecstack -o $$@ \
 	  $(PYJIT_EXT_SRCS) $(BUILD)/libpyjit.a -lpthread
 	@if nm -u $$@ | grep -q ' pyjit_'; then echo "$$@: libpyjit symbols missing:"; \
@@ -73,13 +86,13 @@ all: python-ext
 endif
 
 python-info:
-	@$(foreach p,$(PYTHONS),echo "$(p): $(or $(call pyinfo,$(p)),unusable)$(if $(call py_usable,$(p)),, (skipped: needs 3.11-3.13 and Python.h))";)
+	@$(foreach p,$(PYTHONS),echo "$(p): $(or $(call pyinfo,$(p)),unusable)$(if $(call py_usable,$(p)),, (skipped: needs 3.11-3.15 with the GIL and Python.h))";)
 	@echo "built by: $(PY_BUILDERS)"
 
 # Installs into each interpreter's own site-packages (platlib), as pip would, and
 # scripts/pyebpf-perf into PREFIX/bin.
 install-python: python-ext
-	@$(foreach p,$(PY_USABLE),\
+	@$(foreach p,$(filter-out $(PY_TEST_PYTHONS),$(PY_USABLE)),\
 	  d='$(DESTDIR)$(word 4,$(call pyinfo,$(p)))'; \
 	  echo "install pyebpf_jit for $(p) -> $$d"; \
 	  install -d "$$d/pyebpf_jit" && \

@@ -12,20 +12,39 @@ then shows which Python functions are on the stack, and ``perf report`` names th
 
 Also: ``python -m pyebpf_jit [--gdb] [--jitdump] [--perf-map] script.py args...`` and, once
 installed with ``make install``, the environment variable ``PYEBPF_JIT=gdb,jitdump,perfmap``.
-CPython 3.11, 3.12 and 3.13 (with the GIL) only.
+CPython 3.11 to 3.15 with the GIL only (free-threaded builds are refused).
 """
 import sys
 
-if sys.implementation.name != "cpython" or not ((3, 11) <= sys.version_info[:2] <= (3, 13)):
+if sys.implementation.name != "cpython" or not ((3, 11) <= sys.version_info[:2] <= (3, 15)):
     raise ImportError(
-        "pyebpf_jit supports CPython 3.11, 3.12 and 3.13; this is %s %s"
+        "pyebpf_jit supports CPython 3.11 to 3.15; this is %s %s"
         % (sys.implementation.name, sys.version.split()[0])
+    )
+# Free-threaded builds (abiflags "t", e.g. python3.14t) run frames without the GIL that every
+# trampoline structure here relies on.
+if "t" in getattr(sys, "abiflags", ""):
+    raise ImportError(
+        "pyebpf_jit needs the GIL; this is a free-threaded build (%s, abiflags %r)"
+        % (sys.version.split()[0], sys.abiflags)
     )
 
 import atexit
 import os
 
-from . import _native
+try:
+    from . import _native
+except ImportError:
+    # A package copied from another version's build has no _native for this one: say so
+    # (Python's own message would suggest a circular import).
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    if not any(os.path.exists(os.path.join(__path__[0], "_native" + x)) for x in EXTENSION_SUFFIXES):
+        raise ImportError(
+            "pyebpf_jit: no extension for CPython %d.%d in %s (build it with make for this "
+            "interpreter)" % (sys.version_info[0], sys.version_info[1], __path__[0])
+        ) from None
+    raise
 
 __all__ = ["enable", "disable", "is_enabled", "flush", "stats", "enable_from_env"]
 

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Python behaves the same with pyebpf_jit on: a few of CPython's own test modules (generators,
 # coroutines, exceptions, ...) pass with the module enabled in every process they start, for
-# 3.11, 3.12 and 3.13; many threads making code objects at once, fork, and enable/disable work.
+# 3.11, 3.12, 3.13 and (when `make test-pythons` fetched them) Debian unstable's 3.14 and 3.15;
+# many threads making code objects at once, fork, and enable/disable work; a build that looks
+# for the code object in the wrong place of a frame refuses to enable.
 source "$(dirname "$0")/../lib.sh"
 [ "${SANITIZE:-0}" = 1 ] && skip_all "the extension is not built with sanitizers"
 
 mkdir -p "$TMP/site" "$TMP/stats"
 # Enables the module in every interpreter the test runner starts (its workers too) and leaves
-# a line "enabled trampolines" per process so we know the hook really ran.
+# a line "enabled trampolines" per process so we know the hook really ran. The interpreters of
+# build/pythons run through a loader wrapper while sys.executable names the bare binary, which
+# cannot start on the system's libc: the test runner's workers are started through the wrapper.
 cat > "$TMP/site/sitecustomize.py" <<'PY'
-import atexit, os, pyebpf_jit
+import atexit, os, sys, pyebpf_jit
+if os.environ.get("PYEBPF_TEST_EXECUTABLE"):
+    sys.executable = os.environ["PYEBPF_TEST_EXECUTABLE"]
 pyebpf_jit.enable_from_env()
 def _dump(d=os.environ.get("PYEBPF_STATS_DIR")):
     if d:
@@ -40,6 +46,7 @@ want = sum(1 + i for i in range(500))
 assert out == [want] * 8, out
 s = pyebpf_jit.stats()
 assert s["trampolines"] >= 8 * 500, s
+assert s["frame_checked"] == 1 and s["fast_extra"] == 1, s
 
 pid = os.fork()
 if pid == 0:
@@ -94,32 +101,71 @@ cli_ok() { # PY PKG
     ls "$TMP/jd"/jit-*.dump > /dev/null 2>&1 || { echo "no jit-PID.dump"; return 1; }
 }
 
-for v in 3.11.7 3.12.1 3.13.0; do
-    py=/root/.pyenv/versions/$v/bin/python${v%.*}
-    pkg="$BUILD/python${v%.*}"
+# A build whose frame layout is wrong (the code object looked for one word too far) must refuse
+# to install the hook, and say why, instead of running frames through garbage.
+wrong_build_refuses() { # PY VER
+    local py=$1 ver=$2 inc d=$TMP/wrong-$2
+    inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])') || return 1
+    mkdir -p "$d/pyebpf_jit"
+    cp "$ROOT"/jitdump/pyebpf_jit/*.py "$d/pyebpf_jit/"
+    ${CC:-cc} -std=gnu11 -O1 -fPIC -shared -D_GNU_SOURCE -I"$ROOT/jitdump" -I"$inc" -I"$inc/.." \
+        -DPYEBPF_JIT_FRAME_CODE_OFFSET=8 -DPYEBPF_JIT_FRAME_CODE_TAG_BITS=3 \
+        -o "$d/pyebpf_jit/_native$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')" \
+        "$ROOT/jitdump/pyebpf_jit.c" "$ROOT/jitdump/pyebpf_jit_arena.c" "$BUILD/libpyjit.a" -lpthread || return 1
+    out=$(PYTHONPATH="$d" "$py" -c 'import pyebpf_jit
+try:
+    pyebpf_jit.enable(gdb=False, jitdump=False)
+except RuntimeError as e:
+    print("refused:", e, pyebpf_jit.is_enabled())
+def f(): return 1
+print(f())' 2>&1)
+    [ "$(echo "$out" | tail -1)" = 1 ] && grep -q "^refused: pyebpf_jit: this interpreter's frames do not hold their code object.* False$" <<< "$out" ||
+        { echo "$out"; return 1; }
+}
+
+# label interpreter
+pys=("3.11.7 /root/.pyenv/versions/3.11.7/bin/python3.11" "3.12.1 /root/.pyenv/versions/3.12.1/bin/python3.12"
+     "3.13.0 /root/.pyenv/versions/3.13.0/bin/python3.13"
+     "3.14 $BUILD/pythons/bin/python3.14" "3.15 $BUILD/pythons/bin/python3.15")
+for entry in "${pys[@]}"; do
+    v=${entry%% *} py=${entry#* }
     if [ ! -x "$py" ]; then
-        skip "CPython test modules pass with pyebpf_jit ($v)" "$py not installed"
-        skip "threads, fork (child writes its own jit-PID.dump), enable/disable ($v)" "$py not installed"
-        skip "python -m pyebpf_jit script / -m / -c ($v)" "$py not installed"
+        case "$py" in */pythons/bin/*) why="${py#"$ROOT"/} absent (make test-pythons)" ;; *) why="$py not installed" ;; esac
+        skip "CPython test modules pass with pyebpf_jit ($v)" "$why"
+        skip "threads, fork (child writes its own jit-PID.dump), enable/disable ($v)" "$why"
+        skip "python -m pyebpf_jit script / -m / -c ($v)" "$why"
+        skip "a build with a wrong frame layout refuses to enable ($v)" "$why"
         continue
     fi
+    case "$py" in */pythons/bin/*) v=$("$py" -c 'import platform; print(platform.python_version())') ;; esac
+    mm=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    pkg="$BUILD/python$mm"
     if ! ls "$pkg"/pyebpf_jit/_native*.so > /dev/null 2>&1; then
+        # build/pythons fetched before it carried the headers: nothing to build the module with
+        case "$py" in */pythons/bin/*) [ -f "$BUILD/pythons/root/usr/include/python$mm/Python.h" ] ||
+            { skip "pyebpf_jit on $v" "no Python.h under build/pythons (make test-pythons, then make)"; continue; } ;;
+        esac
         fail "CPython test modules pass with pyebpf_jit ($v)" "extension not built in $pkg"
         continue
     fi
-    rm -f "$TMP/stats"/*
-    log="$TMP/regrtest-$v.log"
-    PYEBPF_JIT=gdb PYEBPF_STATS_DIR="$TMP/stats" PYTHONPATH="$TMP/site:$pkg" \
-        timeout 300 "$py" -m test -j0 test_generators test_coroutines test_exceptions \
-        test_yield_from test_contextlib test_with > "$log" 2>&1
-    rc=$?
-    hooked=$(cat "$TMP/stats"/* 2>/dev/null | awk '$1 == 1 && $2 > 100' | wc -l)
-    if [ $rc -ne 0 ]; then
-        fail "CPython test modules pass with pyebpf_jit ($v)" "rc=$rc: $(grep -E 'failed|FAIL|Error' "$log" | head -5 | tr '\n' '|')"
-    elif [ "$hooked" -lt 2 ]; then
-        fail "CPython test modules pass with pyebpf_jit ($v)" "the hook was not on in the test processes ($hooked)"
+    if ! "$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("test.test_generators") is None)' 2> /dev/null; then
+        # build/pythons without libpython3.X-testsuite (scripts/test-pythons warned)
+        skip "CPython test modules pass with pyebpf_jit ($v)" "CPython's test modules are not installed for $py"
     else
-        pass "CPython test modules pass with pyebpf_jit ($v: $(grep -o 'run=[0-9,]*' "$log" | head -1) tests, $hooked processes hooked)"
+        rm -f "$TMP/stats"/*
+        log="$TMP/regrtest-$v.log"
+        PYEBPF_TEST_EXECUTABLE="$py" PYEBPF_JIT=gdb PYEBPF_STATS_DIR="$TMP/stats" PYTHONPATH="$TMP/site:$pkg" \
+            timeout 300 "$py" -m test -j0 test_generators test_coroutines test_exceptions \
+            test_yield_from test_contextlib test_with > "$log" 2>&1
+        rc=$?
+        hooked=$(cat "$TMP/stats"/* 2>/dev/null | awk '$1 == 1 && $2 > 100' | wc -l)
+        if [ $rc -ne 0 ]; then
+            fail "CPython test modules pass with pyebpf_jit ($v)" "rc=$rc: $(grep -E 'failed|FAIL|Error' "$log" | head -5 | tr '\n' '|')"
+        elif [ "$hooked" -lt 2 ]; then
+            fail "CPython test modules pass with pyebpf_jit ($v)" "the hook was not on in the test processes ($hooked)"
+        else
+            pass "CPython test modules pass with pyebpf_jit ($v: $(grep -o 'run=[0-9,]*' "$log" | head -1) tests, $hooked processes hooked)"
+        fi
     fi
     mkdir -p "$TMP/dumps-$v"
     out=$(PYTHONPATH="$pkg" timeout 120 "$py" -W ignore::DeprecationWarning "$TMP/threads_fork.py" "$TMP/dumps-$v" 2>&1)
@@ -132,5 +178,10 @@ for v in 3.11.7 3.12.1 3.13.0; do
         pass "python -m pyebpf_jit script / -m / -c ($v)"
     else
         fail "python -m pyebpf_jit script / -m / -c ($v)" "$(echo "$why" | tail -3 | tr '\n' '|')"
+    fi
+    if why=$(wrong_build_refuses "$py" "$v" 2>&1); then
+        pass "a build with a wrong frame layout refuses to enable ($v)"
+    else
+        fail "a build with a wrong frame layout refuses to enable ($v)" "$(echo "$why" | tail -3 | tr '\n' '|')"
     fi
 done
