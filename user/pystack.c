@@ -498,7 +498,8 @@ static void add_code(struct thread_slot *s, uint64_t code)
     s->codes[s->ncodes++] = code;
 }
 
-static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t cframe, size_t n)
+static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t cframe, size_t n, bool cut,
+                            const struct pyds_words *dw)
 {
     const struct pyrt_layout *L = &ps->rt.L;
 
@@ -506,8 +507,20 @@ static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t 
         s->nframes = s->ncodes = 0;
         return;
     }
-    memcpy(s->frames, ps->addrs, n * sizeof(*s->frames));
-    s->nframes = (uint32_t)n;
+    /* A chain cut short (torn, unreadable) says nothing of the frames beyond the cut: the old
+     * ones outside the current chunk (the window covers it) stay predicted, such as the shim and
+     * base frames at the root (3.12+), older chunks, generators. */
+    size_t nf = n;
+    for (uint32_t k = 0; cut && k < s->nframes && nf < ps->o.max_depth; k++) {
+        uint64_t a = s->frames[k];
+        bool have = dw && a >= dw->chunk && a < dw->limit;
+        for (size_t q = 0; q < nf && !have; q++)
+            have = ps->addrs[q] == a;
+        if (!have)
+            ps->addrs[nf++] = a;
+    }
+    memcpy(s->frames, ps->addrs, nf * sizeof(*s->frames));
+    s->nframes = (uint32_t)nf;
     s->cframe = cframe;
     /* Code objects to re-validate with the next prediction: those of this stack, then up to
      * RECENT_CODES of earlier stacks (leaves come and go; their headers then ride along). An
@@ -727,7 +740,7 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
         fl |= PYSTACK_PREDICTED;
     if (fl & PYSTACK_BROKEN)
         ps->st.errors++;
-    save_prediction(ps, s, cframe, n);
+    save_prediction(ps, s, cframe, n, (fl & PYSTACK_BROKEN) != 0, dw);
     pyds_note(&s->ds, dw);
     if (flags)
         *flags = fl;
