@@ -659,13 +659,13 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
             fl |= PYSTACK_BROKEN;
             break;
         }
-        /* In the current chunk, a live frame lies below datastack_top and below the frame it
-         * called: one that does not was popped before the words were read, and its bytes are
-         * those of whatever was pushed there since (the thread moved on between the reads). */
-        if (dw && addr >= dw->chunk && addr < dw->limit &&
-            (addr >= dw->top || dw->top - addr < L->f_read_size ||
-             (n && ps->addrs[n - 1] >= dw->chunk && ps->addrs[n - 1] < dw->limit &&
-              addr >= ps->addrs[n - 1]))) {
+        /* In one chunk a caller lies below the frame it called: a `previous` that points up was
+         * read from bytes the thread wrote after the frame was popped (it moved on between the
+         * reads). A top frame at or above datastack_top is not refused: popped after its address
+         * was read, its bytes are either still its own (a stack of that instant) or those of a
+         * newer frame, which the checks below and the code object's header judge. */
+        if (dw && n && addr >= dw->chunk && addr < dw->limit && ps->addrs[n - 1] >= dw->chunk &&
+            ps->addrs[n - 1] < dw->limit && addr >= ps->addrs[n - 1]) {
             ps->st.ds_torn++;
             fl |= PYSTACK_BROKEN;
             break;

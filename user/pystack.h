@@ -17,9 +17,9 @@
  *        leaf's range running on to the end of its page (exact_reads: one exact iovec per frame,
  *        no window). A frame of the current chunk found in none of the ranges is read with every
  *        frame below it in one more call (gap read); any other one by one (each frame's
- *        `previous` is only known once it is read), then the walk rejoins the prediction. A frame
- *        of the current chunk at or above datastack_top, or above the frame it called, was popped
- *        while the batch was read: the chain ends there (PYSTACK_BROKEN, datastack_torn).
+ *        `previous` is only known once it is read), then the walk rejoins the prediction. A caller
+ *        above the frame it called in the current chunk was read from bytes written after the
+ *        thread moved on: the chain ends there (PYSTACK_BROKEN, datastack_torn).
  *
  *   code object cache: address → {qualname, filename, firstlineno, decoded line table}, each
  *     entry validated once per sample by re-reading its header (ob_type, firstlineno, name,
