@@ -389,8 +389,8 @@ static bool visit(struct pystack *ps, uint64_t addr)
     }
 }
 
-/* The predicted batch: thread state, cframe, data-stack words, frames, code headers, data-stack
- * window. Returns segments used. */
+/* The predicted batch: thread state, cframe, data-stack words and window, frames outside the
+ * window, code headers. Returns segments used. */
 static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8_t *tsbuf, uint64_t *cf_top)
 {
     const struct pyrt_layout *L = &ps->rt.L;
