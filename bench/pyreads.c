@@ -3,10 +3,13 @@
  * sampler: threads of the target in turn, one read every INTERVAL µs, and one line of numbers:
  *
  *   samples=N threads=T frames_per_sample=F calls_per_sample=C bytes_per_sample=B
- *   us_per_sample=U steady_pct=S
+ *   us_per_sample=U steady_pct=S broken_pct=K unreadable_pct=R
  *
  * calls/bytes: process_vm_readv calls and bytes returned per sample (the reader's own
- * counters); steady_pct: samples served by the one predicted read alone.
+ * counters); steady_pct: samples served by the one predicted read alone; broken_pct: samples
+ * whose chain ended early (PYSTACK_BROKEN: a frame that is none, a loop, the budget);
+ * unreadable_pct: samples holding a bare "<unreadable>" frame (no code object where a frame
+ * pointed: a frame caught half-written, or overwritten after the thread moved on).
  *
  *   -m cached   one reader for the whole run (thread, prediction, code and frame caches warm)
  *   -m cold     a fresh reader for every sample: each read starts with every cache empty (the
@@ -58,7 +61,7 @@ int main(int argc, char **argv)
 {
     long samples = 10000, interval = 200;
     int opt, cold = 0, ntids, nread = 0;
-    uint64_t calls = 0, bytes = 0, frames = 0, steady = 0;
+    uint64_t calls = 0, bytes = 0, frames = 0, steady = 0, broken = 0, unreadable = 0;
     static struct pystack_frame out[1024];
     static pid_t tids[MAX_TIDS];
     struct pystack_opts o = {0};
@@ -125,6 +128,14 @@ int main(int argc, char **argv)
         calls += pystack_remote_stats(ps)->calls - before.calls;
         bytes += pystack_remote_stats(ps)->bytes - before.bytes;
         steady += sa.steady_samples - sb.steady_samples;
+        broken += (flags & PYSTACK_BROKEN) != 0;
+        for (int k = 0; k < n; k++) {
+            const struct frame *f = &prof.frames[out[k].frame];
+            if (!f->file && !strcmp(f->name, PYSTACK_REFUSED)) {
+                unreadable++;
+                break;
+            }
+        }
     next:
         if (cold) {
             pystack_close(ps);
@@ -140,8 +151,8 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("samples=%d threads=%d frames_per_sample=%.1f calls_per_sample=%.3f bytes_per_sample=%.0f "
-           "us_per_sample=%.2f steady_pct=%.1f\n",
+           "us_per_sample=%.2f steady_pct=%.1f broken_pct=%.2f unreadable_pct=%.2f\n",
            nread, ntids, (double)frames / nread, (double)calls / nread, (double)bytes / nread, us / nread,
-           100.0 * steady / nread);
+           100.0 * steady / nread, 100.0 * broken / nread, 100.0 * unreadable / nread);
     return 0;
 }

@@ -43,6 +43,10 @@ struct pyrt_layout {
     /* PyThreadState: ts_cframe is 0 when the top frame sits in the thread state (3.13+) */
     uint32_t ts_next, ts_interp, ts_native_thread_id, ts_cframe, cf_current_frame, ts_current_frame;
     uint32_t ts_read_size; /* bytes covering every field above */
+    /* PyThreadState.datastack_chunk, followed by datastack_top and datastack_limit (3.11+: the
+     * chunk of the data stack that holds the newest frames, its first free word, its end); 0 when
+     * unknown. Not covered by ts_read_size: read as a separate 24-byte slice. */
+    uint32_t ts_datastack;
     /* _PyInterpreterFrame; f_is_entry is -1 when the version has none (3.12+) */
     uint32_t f_code, f_previous, f_instr, f_owner;
     int32_t f_is_entry;

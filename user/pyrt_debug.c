@@ -148,6 +148,7 @@ enum {
     TS_INTERP,
     TS_FRAME,
     TS_NATIVE_TID,
+    TS_DATASTACK,
     FR_SIZE,
     FR_PREVIOUS,
     FR_EXECUTABLE,
@@ -182,6 +183,7 @@ enum {
         [TS_INTERP] = offsetof(S, thread_state.interp),                                                      \
         [TS_FRAME] = offsetof(S, thread_state.current_frame),                                                \
         [TS_NATIVE_TID] = offsetof(S, thread_state.native_thread_id),                                        \
+        [TS_DATASTACK] = offsetof(S, thread_state.datastack_chunk),                                          \
         [FR_SIZE] = offsetof(S, interpreter_frame.size),                                                     \
         [FR_PREVIOUS] = offsetof(S, interpreter_frame.previous),                                             \
         [FR_EXECUTABLE] = offsetof(S, interpreter_frame.executable),                                         \
@@ -393,6 +395,9 @@ int pyrt_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, uint3
     L->ts_native_thread_id = (uint32_t)v[TS_NATIVE_TID];
     L->ts_current_frame = (uint32_t)v[TS_FRAME];
     L->ts_cframe = 0;
+    /* datastack_top and datastack_limit follow datastack_chunk in every release (3.11 to 3.15) but
+     * are not described; pystack checks the three against the chunk's own header before use. */
+    L->ts_datastack = inside(v[TS_DATASTACK], 24, v[TS_SIZE]) ? (uint32_t)v[TS_DATASTACK] : 0;
     L->f_code = (uint32_t)v[FR_EXECUTABLE];
     L->f_previous = (uint32_t)v[FR_PREVIOUS];
     L->f_instr = (uint32_t)v[FR_INSTR];

@@ -8,11 +8,12 @@
 #include <time.h>
 
 #include "pycode.h"
+#include "pydstack.h"
 
 #define MAX_INTERPS    64
 #define MAX_THREADS    8192
 #define MAX_PRED_CODES 64 /* code headers re-read with the prediction */
-#define RECENT_CODES   8  /* ... of which codes no longer on the stack */
+#define RECENT_CODES   24 /* ... of which codes no longer on the stack */
 /* No user-space address reaches this (x86-64 and aarch64 use 47 or 48 bits); frame addresses at
  * or above it end a chain before any arithmetic on them can wrap. */
 #define USER_ADDR_END (1ull << 56)
@@ -23,6 +24,7 @@
 /* The run holding the leaf frame also covers up to this many bytes above it, never past the end
  * of the leaf's page: frames pushed since the last sample land there (data stacks grow up). */
 #define SPEC_WINDOW      1024
+#define MAX_GAPS         4  /* data-stack gap reads per sample (pydstack.h); then frame by frame */
 #define NOT_PYTHON_SLOTS 64 /* tids recently found without a thread state */
 #define NOT_PYTHON_NS    1000000000ull
 
@@ -36,6 +38,7 @@ struct thread_slot {
     uint32_t nframes;
     uint64_t codes[MAX_PRED_CODES]; /* distinct code objects of those frames */
     uint32_t ncodes;
+    struct pyds_hist ds; /* its data stack: the window of the next batch */
 };
 
 struct nonpy {
@@ -67,6 +70,15 @@ struct pystack {
     uint32_t *fseg; /* predicted frame k → segment holding it */
     uint32_t gap;   /* COALESCE_GAP, or 0 with exact_reads */
     size_t frame_seg0, code_seg0;
+    /* data stack (pydstack.h): ds_on is 0 until the three thread-state words were checked against
+     * a chunk header, then 1 (windows and gap reads on) or -1 (off: exact_reads, no offsets, or
+     * the check failed) */
+    int ds_on;
+    size_t ds_seg, win_seg; /* segments of the three words and of the window; 0: none */
+    struct pyds_words ds_words;
+    uint8_t *wbuf, *gbuf;
+    struct remote_seg gaps[MAX_GAPS];
+    unsigned ngaps;
     struct pystack_raw *raw;
     uint64_t *addrs;
     uint64_t *seen;
@@ -235,6 +247,35 @@ int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate)
     return 0;
 }
 
+/* -- Data stack --------------------------------------------------------------------------------- */
+
+/* The positions of datastack_top and datastack_limit are assumed (the words after
+ * datastack_chunk): they are trusted once a chunk's own size says limit - chunk. */
+static void ds_check(struct pystack *ps, const struct pyds_words *w)
+{
+    uint64_t size = 0;
+    if (remote_read(&ps->r, w->chunk + 8, &size, 8) == 0)
+        ps->ds_on = size == w->limit - w->chunk ? 1 : -1;
+}
+
+/* At attach, with the first thread state of the main interpreter (a thread that has not run
+ * Python code yet has no chunk: then the first sample that sees one checks it). */
+static void ds_check_first(struct pystack *ps)
+{
+    const struct pyrt_layout *L = &ps->rt.L;
+    uint64_t interp = 0, ts = 0;
+    struct pyds_words w;
+
+    if (ps->ds_on != 0 || pyrt_first_interp(&ps->rt, &ps->r, &interp) != 0 || !interp ||
+        remote_read(&ps->r, interp + L->is_threads_head, &ts, 8) != 0 || !ts ||
+        remote_read(&ps->r, ts + L->ts_datastack, &w, sizeof(w)) != 0)
+        return;
+    if (pyds_valid(&w))
+        ds_check(ps, &w);
+    else if (w.chunk)
+        ps->ds_on = -1; /* a chunk pointer whose neighbours make no sense: not the assumed layout */
+}
+
 /* -- Lifecycle ---------------------------------------------------------------------------------- */
 
 int pystack_open(struct pystack **out, pid_t pid, struct profile *prof, const struct pystack_opts *opts,
@@ -269,19 +310,23 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof, const st
     ps->seen_cap = 16;
     while (ps->seen_cap < 2 * d)
         ps->seen_cap *= 2;
-    ps->segs = calloc(d + MAX_PRED_CODES + 2, sizeof(*ps->segs));
+    ps->segs = calloc(d + MAX_PRED_CODES + 4, sizeof(*ps->segs));
     ps->gap = ps->o.exact_reads ? 0 : COALESCE_GAP;
     ps->fbuf = malloc((size_t)d * (FRAME_BUF + ps->gap) + SPEC_WINDOW);
     ps->fseg = calloc(d, sizeof(*ps->fseg));
     ps->hbuf = malloc((size_t)MAX_PRED_CODES * ps->rt.L.co_hdr_size);
+    ps->wbuf = malloc(PYDS_WINDOW_MAX);
+    ps->gbuf = malloc((size_t)MAX_GAPS * PYDS_WINDOW_MAX);
     ps->raw = calloc(d, sizeof(*ps->raw));
     ps->addrs = calloc(d, sizeof(*ps->addrs));
     ps->seen = calloc(ps->seen_cap, sizeof(*ps->seen));
     ps->seen_stamp = calloc(ps->seen_cap, sizeof(*ps->seen_stamp));
     rc = -ENOMEM;
     if (!ps->segs || !ps->fbuf || !ps->fseg || !ps->hbuf || !ps->raw || !ps->addrs || !ps->seen ||
-        !ps->seen_stamp)
+        !ps->seen_stamp || !ps->wbuf || !ps->gbuf)
         goto fail;
+    ps->ds_on = ps->o.exact_reads || !ps->rt.L.ts_datastack ? -1 : 0;
+    ds_check_first(ps);
     if ((rc = pycode_new(&ps->code, &ps->rt, &ps->r, prof, &ps->st, (uint64_t)ps->o.code_trust_us * 1000)) !=
         0)
         goto fail;
@@ -305,6 +350,8 @@ void pystack_close(struct pystack *ps)
     free(ps->fbuf);
     free(ps->fseg);
     free(ps->hbuf);
+    free(ps->wbuf);
+    free(ps->gbuf);
     free(ps->raw);
     free(ps->addrs);
     free(ps->seen);
@@ -342,23 +389,43 @@ static bool visit(struct pystack *ps, uint64_t addr)
     }
 }
 
-/* The predicted batch: thread state, cframe, frames, code headers. Returns segments used. */
+/* The predicted batch: thread state, cframe, data-stack words and window, frames outside the
+ * window, code headers. Returns segments used. */
 static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8_t *tsbuf, uint64_t *cf_top)
 {
     const struct pyrt_layout *L = &ps->rt.L;
+    const uint64_t F = L->f_read_size;
+    uint64_t wlo = 0, whi = 0;
+    const bool win = ps->ds_on > 0 && pyds_window(&s->ds, &wlo, &whi);
     size_t n = 0;
 
     ps->segs[n++] = REMOTE_SEG(s->tstate, tsbuf, L->ts_read_size);
     if (L->ts_cframe)
         ps->segs[n++] = REMOTE_SEG(s->cframe + L->cf_current_frame, cf_top, s->cframe ? 8 : 0);
+    ps->ds_seg = ps->win_seg = 0;
+    ps->ngaps = 0;
+    if (ps->ds_on >= 0) {
+        ps->ds_seg = n;
+        ps->segs[n++] = REMOTE_SEG(s->tstate + L->ts_datastack, &ps->ds_words, sizeof(ps->ds_words));
+    }
+    /* The window right after the top frame's address: the less time between the two reads, the
+     * less often the thread has moved on meanwhile (popped frames that the window then shows
+     * overwritten by newer ones). */
+    if (win) {
+        ps->win_seg = n;
+        ps->segs[n++] = REMOTE_SEG(wlo, ps->wbuf, whi - wlo);
+    }
     ps->frame_seg0 = n;
-    /* Frames: one segment per run of neighbours (each run at most (F + gap) bytes per frame, so
-     * the buffer of max_depth * (FRAME_BUF + gap) bytes always suffices). */
-    const uint64_t F = L->f_read_size;
+    /* Frames outside the window: one segment per run of neighbours (each run at most (F + gap)
+     * bytes per frame, so the buffer of max_depth * (FRAME_BUF + gap) bytes always suffices). */
     size_t off = 0, run = 0, in_run = 0;
     uint64_t lo = 0, hi = 0;
     for (uint32_t k = 0; k <= s->nframes; k++) {
         uint64_t a = k < s->nframes ? s->frames[k] : 0;
+        if (k < s->nframes && win && a >= wlo && a < whi && whi - a >= F) {
+            ps->fseg[k] = (uint32_t)ps->win_seg;
+            continue;
+        }
         if (k < s->nframes && in_run) {
             uint64_t nlo = a < lo ? a : lo, nhi = a + F > hi ? a + F : hi;
             bool near = (a + F + ps->gap >= lo && a <= hi + ps->gap);
@@ -369,13 +436,14 @@ static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8
                 continue;
             }
         }
-        if (in_run) { /* close the run */
-            if (run == ps->frame_seg0 && ps->gap) {
+        if (in_run) { /* close the run; the leaf's runs on towards its page end */
+            if (ps->fseg[0] == run && ps->gap) {
                 uint64_t page_end = ((hi - 1) | 4095) + 1;
                 hi += page_end - hi < SPEC_WINDOW ? page_end - hi : SPEC_WINDOW;
             }
             ps->segs[run] = REMOTE_SEG(lo, ps->fbuf + off, hi - lo);
             off += hi - lo;
+            in_run = 0;
         }
         if (k == s->nframes)
             break;
@@ -391,15 +459,27 @@ static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8
     return n;
 }
 
-/* A frame not predicted by address may still lie inside a range the batch read: between
- * predicted neighbours, or in the window above the old leaf. */
-static const uint8_t *in_batch(const struct pystack *ps, uint64_t addr, uint64_t len)
+static const uint8_t *seg_at(const struct remote_seg *g, uint64_t addr, uint64_t len)
 {
-    for (size_t i = ps->frame_seg0; i < ps->code_seg0; i++) {
-        const struct remote_seg *g = &ps->segs[i];
-        if (g->ok && g->len >= len && addr >= g->addr && addr - g->addr <= g->len - len)
-            return (const uint8_t *)g->buf + (addr - g->addr);
-    }
+    if (g->ok && g->len >= len && addr >= g->addr && addr - g->addr <= g->len - len)
+        return (const uint8_t *)g->buf + (addr - g->addr);
+    return NULL;
+}
+
+/* A frame not predicted by address may still lie inside a range read in this sample: between
+ * predicted neighbours, above the old leaf, in the data-stack window or a gap read. *from: 0 a
+ * frame run, 1 the window, 2 a gap read. */
+static const uint8_t *in_batch(const struct pystack *ps, uint64_t addr, uint64_t len, int *from)
+{
+    const uint8_t *p;
+    for (size_t i = ps->frame_seg0; i < ps->code_seg0; i++)
+        if ((p = seg_at(&ps->segs[i], addr, len)))
+            return *from = 0, p;
+    if (ps->win_seg && (p = seg_at(&ps->segs[ps->win_seg], addr, len)))
+        return *from = 1, p;
+    for (unsigned i = 0; i < ps->ngaps; i++)
+        if ((p = seg_at(&ps->gaps[i], addr, len)))
+            return *from = 2, p;
     return NULL;
 }
 
@@ -418,7 +498,8 @@ static void add_code(struct thread_slot *s, uint64_t code)
     s->codes[s->ncodes++] = code;
 }
 
-static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t cframe, size_t n)
+static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t cframe, size_t n, bool cut,
+                            const struct pyds_words *dw)
 {
     const struct pyrt_layout *L = &ps->rt.L;
 
@@ -426,23 +507,85 @@ static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t 
         s->nframes = s->ncodes = 0;
         return;
     }
-    memcpy(s->frames, ps->addrs, n * sizeof(*s->frames));
-    s->nframes = (uint32_t)n;
+    /* A chain cut short (torn, unreadable) says nothing of the frames beyond the cut: the old
+     * ones outside the current chunk (the window covers it) stay predicted, such as the shim and
+     * base frames at the root (3.12+), older chunks, generators. */
+    size_t nf = n;
+    for (uint32_t k = 0; cut && k < s->nframes && nf < ps->o.max_depth; k++) {
+        uint64_t a = s->frames[k];
+        bool have = dw && a >= dw->chunk && a < dw->limit;
+        for (size_t q = 0; q < nf && !have; q++)
+            have = ps->addrs[q] == a;
+        if (!have)
+            ps->addrs[nf++] = a;
+    }
+    memcpy(s->frames, ps->addrs, nf * sizeof(*s->frames));
+    s->nframes = (uint32_t)nf;
     s->cframe = cframe;
     /* Code objects to re-validate with the next prediction: those of this stack, then up to
-     * RECENT_CODES of earlier stacks (leaves come and go; their headers then ride along). */
-    uint64_t old[MAX_PRED_CODES];
-    uint32_t nold = s->ncodes;
-    memcpy(old, s->codes, nold * sizeof(*old));
+     * RECENT_CODES of earlier stacks (leaves come and go; their headers then ride along). An
+     * address whose header did not read as a code object in this batch is dropped (a frame caught
+     * half-written held it), and addresses no batch has validated yet go last: one that fails to
+     * read then costs no further call for the others. */
+    uint64_t old[MAX_PRED_CODES], cur[MAX_PRED_CODES];
+    bool bad[MAX_PRED_CODES];
+    uint32_t nold = s->ncodes, ncur = 0;
+    for (uint32_t k = 0; k < nold; k++) {
+        const struct remote_seg *g = &ps->segs[ps->code_seg0 + k];
+        old[k] = s->codes[k];
+        bad[k] = g->len && (!g->ok || (ps->rt.code_type &&
+                                       u64_at(g->buf, L->ob_type - L->co_hdr_start) != ps->rt.code_type));
+    }
     s->ncodes = 0;
     for (size_t i = 0; i < n && s->ncodes < MAX_PRED_CODES; i++) {
         if (L->minor >= 12 && ps->raw[i].owner >= PYRT_OWNED_BY_CSTACK)
             continue;
         add_code(s, ps->raw[i].code);
     }
-    uint32_t limit = s->ncodes + RECENT_CODES < MAX_PRED_CODES ? s->ncodes + RECENT_CODES : MAX_PRED_CODES;
-    for (uint32_t k = 0; k < nold && s->ncodes < limit; k++)
-        add_code(s, old[k]);
+    ncur = s->ncodes;
+    memcpy(cur, s->codes, ncur * sizeof(*cur));
+    s->ncodes = 0;
+    for (int pass = 0; pass < 3; pass++) {
+        /* 0: this stack's, validated; 1: earlier stacks', validated; 2: this stack's, new */
+        uint32_t limit = pass == 1 && s->ncodes + RECENT_CODES < MAX_PRED_CODES ? s->ncodes + RECENT_CODES
+                                                                                : MAX_PRED_CODES;
+        for (uint32_t k = 0; k < (pass == 1 ? nold : ncur) && s->ncodes < limit; k++) {
+            uint64_t c = pass == 1 ? old[k] : cur[k];
+            int in_old = -1, in_cur = pass != 1;
+            for (uint32_t q = 0; q < nold && in_old < 0; q++)
+                if (old[q] == c)
+                    in_old = (int)q;
+            for (uint32_t q = 0; q < ncur && !in_cur; q++)
+                in_cur = cur[q] == c;
+            if ((in_old >= 0 && bad[in_old]) || (pass == 1 && in_cur) || (pass == 2) != (in_old < 0))
+                continue;
+            s->codes[s->ncodes++] = c;
+        }
+    }
+}
+
+/* The gap read for a frame at `addr` in the current chunk (pydstack.h); the frame, or NULL. */
+static const uint8_t *gap_read(struct pystack *ps, const struct pyds_words *w, uint64_t addr)
+{
+    const uint32_t F = ps->rt.L.f_read_size;
+    uint64_t hl = 0, hh = 0, lo, hi;
+    int from;
+
+    if (ps->ngaps == MAX_GAPS)
+        return NULL;
+    if (ps->win_seg && ps->segs[ps->win_seg].ok)
+        hl = ps->segs[ps->win_seg].addr, hh = hl + ps->segs[ps->win_seg].len;
+    if (!pyds_gap(w, addr, F, hl, hh, &lo, &hi))
+        return NULL;
+    struct remote_seg *g = &ps->gaps[ps->ngaps];
+    *g = REMOTE_SEG(lo, ps->gbuf + (size_t)ps->ngaps * PYDS_WINDOW_MAX, hi - lo);
+    ps->st.ds_gap_reads++;
+    if (remote_readv(&ps->r, g, 1, false) != 1) {
+        ps->ngaps = MAX_GAPS; /* the chunk went away: no more tries in this sample */
+        return NULL;
+    }
+    ps->ngaps++;
+    return in_batch(ps, addr, F, &from);
 }
 
 int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_t max, unsigned *flags)
@@ -490,6 +633,15 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
     } else {
         top = u64_at(ts, L->ts_current_frame);
     }
+    /* The data stack as of this sample: for gap reads now, and the next sample's window. */
+    const struct pyds_words *dw = NULL;
+    if (ps->ds_seg && ps->segs[ps->ds_seg].ok) {
+        dw = &ps->ds_words;
+        if (ps->ds_on == 0 && pyds_valid(dw))
+            ds_check(ps, dw);
+        if (ps->ds_on < 0 || !pyds_valid(dw))
+            dw = NULL;
+    }
 
     /* The chain, from the predicted read where it still matches. */
     size_t n = 0;
@@ -501,8 +653,20 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
             ps->st.truncated++;
             break;
         }
-        if (addr >= USER_ADDR_END) {
+        /* Frames hold pointers: never below the first page, never misaligned. */
+        if (addr >= USER_ADDR_END || addr < 4096 || (addr & 7)) {
             ps->st.errors++;
+            fl |= PYSTACK_BROKEN;
+            break;
+        }
+        /* In one chunk a caller lies below the frame it called: a `previous` that points up was
+         * read from bytes the thread wrote after the frame was popped (it moved on between the
+         * reads). A top frame at or above datastack_top is not refused: popped after its address
+         * was read, its bytes are either still its own (a stack of that instant) or those of a
+         * newer frame, which the checks below and the code object's header judge. */
+        if (dw && n && addr >= dw->chunk && addr < dw->limit && ps->addrs[n - 1] >= dw->chunk &&
+            ps->addrs[n - 1] < dw->limit && addr >= ps->addrs[n - 1]) {
+            ps->st.ds_torn++;
             fl |= PYSTACK_BROKEN;
             break;
         }
@@ -512,21 +676,38 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
             break;
         }
         const uint8_t *f = NULL;
+        int from = 0;
         if (j < s->nframes && s->frames[j] == addr && ps->segs[ps->fseg[j]].ok) {
+            from = ps->fseg[j] == ps->win_seg;
             f = predicted(ps, s, j++);
         } else {
             for (uint32_t k = 0; k < s->nframes && !f; k++)
                 if (s->frames[k] == addr && ps->segs[ps->fseg[k]].ok) {
+                    from = ps->fseg[k] == ps->win_seg;
                     f = predicted(ps, s, k);
                     j = k + 1;
                 }
             if (!f)
-                f = in_batch(ps, addr, L->f_read_size);
+                f = in_batch(ps, addr, L->f_read_size, &from);
         }
-        if (f) {
+        if (f && from < 2) {
             ps->st.pred_hits++;
+            ps->st.ds_window_frames += from == 1;
+        } else if (f) {
+            ps->st.ds_gap_frames++;
         } else {
             ps->st.pred_misses++;
+            if (ps->r.st.calls - calls0 >= ps->o.max_reads) {
+                ps->st.budget_exhausted++;
+                fl |= PYSTACK_BROKEN;
+                break;
+            }
+            /* A frame of the current data-stack chunk: read it with every frame below it that
+             * this sample does not hold yet, in one call. */
+            if (dw && (f = gap_read(ps, dw, addr))) {
+                ps->st.ds_gap_frames++;
+                goto have_frame;
+            }
             if (ps->r.st.calls - calls0 >= ps->o.max_reads) {
                 ps->st.budget_exhausted++;
                 fl |= PYSTACK_BROKEN;
@@ -539,13 +720,15 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
             }
             f = one;
         }
+    have_frame:;
         struct pystack_raw *rw = &ps->raw[n];
         rw->code = u64_at(f, L->f_code) & L->f_code_mask;
         rw->instr = u64_at(f, L->f_instr);
         rw->owner = f[L->f_owner];
         rw->is_entry = L->f_is_entry >= 0 ? f[L->f_is_entry] : 0;
-        /* Owners are 0..2 (3.11), 0..3 (3.12, 3.13, 3.15) or 0..4 (3.14); anything else is not a frame. */
-        if (rw->owner > L->f_owner_max || (rw->owner < 3 && !rw->code)) {
+        /* Owners are 0..2 (3.11), 0..3 (3.12, 3.13, 3.15) or 0..4 (3.14); anything else is not a
+         * frame, nor is one whose code object is not 8-aligned (none is). */
+        if (rw->owner > L->f_owner_max || (rw->owner < 3 && (!rw->code || (rw->code & 7)))) {
             ps->st.errors++;
             fl |= PYSTACK_BROKEN;
             break;
@@ -557,7 +740,8 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
         fl |= PYSTACK_PREDICTED;
     if (fl & PYSTACK_BROKEN)
         ps->st.errors++;
-    save_prediction(ps, s, cframe, n);
+    save_prediction(ps, s, cframe, n, (fl & PYSTACK_BROKEN) != 0, dw);
+    pyds_note(&s->ds, dw);
     if (flags)
         *flags = fl;
     rc = pycode_symbolize(ps->code, ps->raw, n, out, max, !(fl & (PYSTACK_BROKEN | PYSTACK_TRUNCATED)));
@@ -618,4 +802,8 @@ void pystack_print_stats(const struct pystack *ps, FILE *f)
     fprintf(f, "python_budget_exhausted: %" PRIu64 "\n", s->budget_exhausted);
     fprintf(f, "python_bad_code: %" PRIu64 "\n", s->bad_code);
     fprintf(f, "python_errors: %" PRIu64 "\n", s->errors);
+    fprintf(f, "datastack_window_frames: %" PRIu64 "\n", s->ds_window_frames);
+    fprintf(f, "datastack_gap_reads: %" PRIu64 "\n", s->ds_gap_reads);
+    fprintf(f, "datastack_gap_frames: %" PRIu64 "\n", s->ds_gap_frames);
+    fprintf(f, "datastack_torn: %" PRIu64 "\n", s->ds_torn);
 }

@@ -7,18 +7,25 @@
  *                              └─miss─▶ walk interp->threads (native_thread_id == tid), refill
  *
  *   one batched process_vm_readv:
- *     [thread state] [predicted _PyCFrame] [predicted frames ...] [code hdr] ...
- *      └ exact sizes; the prediction is the chain of the thread's previous sample, so a steady
- *        stack costs exactly this one call. Predicted frames that are neighbours in memory are
- *        read as one range, and the leaf's range runs on to the end of its page (at most 4 KiB),
- *        where newly pushed frames land (exact_reads: one exact iovec per frame instead).
- *        Frames found in none of the ranges are read one by one (each frame's `previous` is only
- *        known once it is read), then the walk rejoins the prediction.
+ *     [thread state] [predicted _PyCFrame] [data-stack words] [data-stack window]
+ *     [predicted frames outside the window ...] [code hdr] ...
+ *      └ the prediction is the thread's previous sample: its chain, its _PyCFrame, and its data
+ *        stack (pydstack.h): the window is the used part of the chunk it was in, up to the recent
+ *        high-water mark of datastack_top + 512 bytes, so the frames of a stack that changed since
+ *        are local after this one call wherever they were pushed. Predicted frames elsewhere
+ *        (generators, older chunks) that are neighbours in memory are read as one range, the
+ *        leaf's range running on to the end of its page (exact_reads: one exact iovec per frame,
+ *        no window). A frame of the current chunk found in none of the ranges is read with every
+ *        frame below it in one more call (gap read); any other one by one (each frame's
+ *        `previous` is only known once it is read), then the walk rejoins the prediction. A caller
+ *        above the frame it called in the current chunk was read from bytes written after the
+ *        thread moved on: the chain ends there (PYSTACK_BROKEN, datastack_torn).
  *
  *   code object cache: address → {qualname, filename, firstlineno, decoded line table}, each
  *     entry validated once per sample by re-reading its header (ob_type, firstlineno, name,
  *     qualname, filename, linetable pointers) — inside the same batched call for the code
- *     objects of the predicted stack and up to 8 recently seen ones.
+ *     objects of the predicted stack and up to 24 recently seen ones (minus those that did not
+ *     read as code objects).
  *     Misses are fetched for all new code objects of a sample together, in three calls
  *     (headers; str/bytes headers; their contents).
  *   (code, instruction offset) → finished frame (profile frame index) cache.
@@ -94,6 +101,9 @@ struct pystack_stats {
     uint64_t code_objects;                       /* entries in the code cache */
     uint64_t fin_hits, fin_misses;               /* (code, offset) → frame cache */
     uint64_t truncated, errors, loops, budget_exhausted, bad_code;
+    uint64_t ds_window_frames;            /* frames served by the data-stack window of the batch */
+    uint64_t ds_gap_reads, ds_gap_frames; /* data-stack gap reads, and the frames they served */
+    uint64_t ds_torn; /* chains ended at a frame of the current chunk that was no longer live */
 };
 
 /* Attaches to the Python runtime of `pid` (pyrt_attach) and interns frames into `prof`. On
@@ -126,7 +136,8 @@ void pystack_get_stats(const struct pystack *ps, struct pystack_stats *st);
 
 /* `key: value` lines for --stats: remote_reads, remote_read_bytes, reads_per_sample,
  * batched_attempts, batched_successes, batched_segments_requested, batched_segments_read,
- * <cache>_hit_rate for l1, l2, prediction, code, frame; code_objects; errors. */
+ * <cache>_hit_rate for l1, l2, prediction, code, frame; code_objects; errors; datastack_window_frames,
+ * datastack_gap_reads, datastack_gap_frames, datastack_torn. */
 void pystack_print_stats(const struct pystack *ps, FILE *f);
 
 #endif
