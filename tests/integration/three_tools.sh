@@ -3,6 +3,20 @@
 # `pyebpf-sample PID` while `gdb -p PID -batch -ex bt` attaches, backtraces (py:: frames) and
 # detaches. The sampler keeps going, the profile shows each Python function once per stack (the
 # trampoline frames folded into their Python frames), and the target finishes normally.
+# CPython 3.11.7-3.13.0 (pyenv) and, when `make test-pythons` fetched them, Debian unstable's 3.14
+# and 3.15 (build/pythons/bin/python3.X), with the same checks.
+#
+# Those two run under their own dynamic loader (scripts/test-pythons): /proc/PID/exe is the loader
+# and the interpreter binary is mapped like a library, so `gdb -p PID` alone never reads the
+# binary's symbols or unwind tables: its backtrace of this loop is `??` frames, no py:: frame
+# among them. As in py_gdb.sh, gdb is
+# given the binary that really runs (sys.executable) with exec-file-mismatch off, and the unpacked
+# libc's libthread_db. The sampler needs nothing special (it resolves through the mappings).
+# gdb still warns "Unable to find libthread_db matching inferior's thread library" there: it
+# dlopens libthread_db into itself, and unstable's copy needs the symbol version
+# GLIBC_ABI_DT_X86_64_PLT, which the system's libc that gdb runs on (2.36) lacks. Thread debugging
+# is off, but ptrace still stops the process and the main thread's backtrace is complete; the
+# workload has one thread, so the checks are the same.
 source "$(dirname "$0")/../lib.sh"
 need_root
 need_cmd gdb
@@ -10,7 +24,7 @@ S="$BUILD/pyebpf-sample"
 need_file "$S"
 
 cat > "$TMP/work.py" <<'PY'
-import sys, time
+import os, sys, time
 def hot_a():
     x = 0
     for i in range(50000):
@@ -19,18 +33,29 @@ def hot_a():
 def driver(end):
     while time.time() < end:
         hot_a()
-print("READY", flush=True)
+print("READY", os.path.realpath(sys.executable), flush=True)
 driver(time.time() + float(sys.argv[1]))
 print("DONE", flush=True)
 PY
 
 for spec in 3.11=/root/.pyenv/versions/3.11.7/bin/python3.11 3.12=/root/.pyenv/versions/3.12.1/bin/python3.12 \
-            3.13=/root/.pyenv/versions/3.13.0/bin/python3.13; do
+            3.13=/root/.pyenv/versions/3.13.0/bin/python3.13 \
+            3.14="$BUILD/pythons/bin/python3.14" 3.15="$BUILD/pythons/bin/python3.15"; do
     v=${spec%%=*} py=${spec#*=}
-    if [ ! -x "$py" ] || [ ! -d "$BUILD/python$v/pyebpf_jit" ]; then
-        skip "$v: three tools" "needs $py and $BUILD/python$v/pyebpf_jit"
-        continue
-    fi
+    case "$py" in
+    */pythons/bin/*)
+        if [ ! -x "$py" ]; then
+            skip "$v: three tools" "${py#"$ROOT"/} absent (make test-pythons)"; continue
+        elif ! ls "$BUILD/python$v"/pyebpf_jit/_native*.so > /dev/null 2>&1; then
+            skip "$v: three tools" "no pyebpf_jit extension in ${BUILD#"$ROOT"/}/python$v (make; it needs the headers make test-pythons unpacks)"
+            continue
+        fi ;;
+    *)
+        if [ ! -x "$py" ] || [ ! -d "$BUILD/python$v/pyebpf_jit" ]; then
+            skip "$v: three tools" "needs $py and $BUILD/python$v/pyebpf_jit"
+            continue
+        fi ;;
+    esac
     d="$TMP/$v"; mkdir -p "$d"
     PYTHONPATH="$BUILD/python$v" "$py" -m pyebpf_jit --gdb --jitdump --jitdump-dir "$d" "$TMP/work.py" 6 > "$d/out" 2> "$d/err" &
     tpid=$!
@@ -38,7 +63,15 @@ for spec in 3.11=/root/.pyenv/versions/3.11.7/bin/python3.11 3.12=/root/.pyenv/v
     "$S" -q -v -F 199 --stats -o "$d/prof.folded" $tpid 2> "$d/stats" &
     spid=$!
     sleep 1.5
-    timeout 60 gdb -p $tpid -batch -ex bt > "$d/gdb" 2>&1
+    # the binary that really runs, when the process image is a loader started by hand (see top)
+    exe=$(awk '/^READY/ { print $2; exit }' "$d/out")
+    gdb_args=()
+    if [ -n "$exe" ] && [ "$(readlink -f /proc/$tpid/exe)" != "$exe" ]; then
+        libdir=$(dirname "$(readlink -f /proc/$tpid/exe)")
+        gdb_args=(-iex "set exec-file-mismatch off" -iex "add-auto-load-safe-path $libdir"
+                  -iex "set libthread-db-search-path $libdir" "$exe")
+    fi
+    timeout 60 gdb -batch "${gdb_args[@]}" -p $tpid -ex bt > "$d/gdb" 2>&1
     grc=$?
     sleep 1
     spid_alive=0; kill -0 $spid 2> /dev/null && spid_alive=1
