@@ -3,12 +3,12 @@
  * read-only mapping of the file (symbol names point into it: no copies).
  */
 #include "elfsym.h"
+#include "elfsym_plt.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,150 +235,6 @@ static bool has_section_type(Elf *e, Elf64_Word type)
     return false;
 }
 
-/* -- PLT entries (x86-64) -------------------------------------------------------------------
- *
- * PLT stubs have no symbols; like objdump and perf we call them "name@plt". Each stub of
- * .plt, .plt.sec or .plt.got jumps through one GOT slot, and the dynamic relocation of that slot
- * (JUMP_SLOT in .rela.plt, GLOB_DAT in .rela.dyn for .plt.got) names the function. Matching by
- * slot address needs no assumption about the order of entries or about PLT0:
- *
- *   .plt      (lazy)    ff 25 disp32 | 68 idx | e9 rel32            → jump via slot
- *   .plt      (IBT)     f3 0f 1e fa | 68 idx | f2 e9 rel32 | pad    → no slot: stays unnamed
- *   .plt.sec  (IBT)     f3 0f 1e fa | [f2] ff 25 disp32 | pad
- *   .plt.got            [f3 0f 1e fa] | ff 25 disp32 | pad          (8 or 16 bytes)
- *
- *   slot = address after the jmp + disp32
- *
- * An IRELATIVE slot (a call to the file's own IFUNC) carries the resolver's address as addend;
- * the stub takes the name of the symbol there, else objdump's "*ABS*+0xADDR". */
-
-struct slot {
-    uint64_t got;
-    const char *name;  /* NULL: IRELATIVE, named after addend */
-    uint64_t addend;
-};
-
-struct plt_ent {
-    uint64_t addr, size;
-    const struct slot *slot;
-};
-
-static int cmp_slot(const void *a, const void *b)
-{
-    const struct slot *x = a, *y = b;
-    return x->got < y->got ? -1 : x->got > y->got;
-}
-
-/* GOT slots named by the dynamic relocations against .dynsym (and IRELATIVE ones). */
-static int read_slots(Elf *e, struct slot **out, size_t *nout)
-{
-    struct slot *v = NULL;
-    size_t n = 0;
-    for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
-        GElf_Shdr sh, lsh;
-        Elf_Scn *ls;
-        if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
-            !(ls = elf_getscn(e, sh.sh_link)) || !gelf_getshdr(ls, &lsh) || lsh.sh_type != SHT_DYNSYM)
-            continue;
-        Elf_Data *d = elf_getdata(s, NULL), *sd = elf_getdata(ls, NULL);
-        size_t cnt = sh.sh_size / sh.sh_entsize;
-        if (!d || !sd || !cnt || cnt > SIZE_MAX / sizeof(*v) - n)
-            continue;
-        struct slot *nv = realloc(v, (n + cnt) * sizeof(*v));
-        if (!nv) {
-            free(v);
-            return -ENOMEM;
-        }
-        v = nv;
-        for (size_t i = 0; i < cnt; i++) {
-            GElf_Rela r;
-            GElf_Sym sym;
-            if (!gelf_getrela(d, (int)i, &r))
-                continue;
-            unsigned long type = GELF_R_TYPE(r.r_info), idx = GELF_R_SYM(r.r_info);
-            if (type == R_X86_64_IRELATIVE) {
-                v[n++] = (struct slot){r.r_offset, NULL, (uint64_t)r.r_addend};
-                continue;
-            }
-            if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !idx ||
-                idx > INT_MAX || !gelf_getsym(sd, (int)idx, &sym))
-                continue;
-            const char *name = elf_strptr(e, lsh.sh_link, sym.st_name);
-            if (name && *name)
-                v[n++] = (struct slot){r.r_offset, name, 0};
-        }
-    }
-    if (n > 1)
-        qsort(v, n, sizeof(*v), cmp_slot);
-    *out = v;
-    *nout = n;
-    return 0;
-}
-
-static const struct slot *find_slot(const struct slot *v, size_t n, uint64_t got)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid].got < got)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && v[lo].got == got ? &v[lo] : NULL;
-}
-
-/* The GOT slot an entry jumps through, or 0 when it does not start with such a jump. */
-static uint64_t entry_slot(const uint8_t *p, size_t size, uint64_t addr)
-{
-    static const uint8_t endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
-    size_t i = 0;
-    if (size >= 4 && !memcmp(p, endbr64, 4))
-        i = 4;
-    if (i < size && p[i] == 0xf2) /* bnd prefix (MPX-era binaries) */
-        i++;
-    if (i + 6 > size || p[i] != 0xff || p[i + 1] != 0x25)
-        return 0;
-    int32_t disp;
-    memcpy(&disp, p + i + 2, 4);
-    return addr + i + 6 + (uint64_t)(int64_t)disp;
-}
-
-static int scan_plt(Elf *e, const struct slot *slots, size_t nslots, struct plt_ent **v, size_t *n,
-                    size_t *cap)
-{
-    static const char *const secs[] = {".plt", ".plt.sec", ".plt.got"};
-    for (size_t k = 0; k < sizeof(secs) / sizeof(secs[0]); k++) {
-        GElf_Shdr sh;
-        Elf_Scn *s = find_section(e, secs[k], &sh);
-        Elf_Data *d = s ? section_data(s, &sh) : NULL;
-        if (!d || !d->d_buf)
-            continue;
-        /* sh_entsize is 16, or 8 for a .plt.got without IBT; anything else is not a layout
-         * we know */
-        uint64_t es = sh.sh_entsize ? sh.sh_entsize : k == 2 ? 8 : 16;
-        if (es != 8 && es != 16)
-            continue;
-        size_t size = d->d_size < sh.sh_size ? d->d_size : (size_t)sh.sh_size;
-        for (size_t off = 0; off + es <= size; off += es) {
-            uint64_t got = entry_slot((const uint8_t *)d->d_buf + off, es, sh.sh_addr + off);
-            const struct slot *sl = got ? find_slot(slots, nslots, got) : NULL;
-            if (!sl)
-                continue;
-            if (*n == *cap) {
-                size_t c = *cap ? *cap * 2 : 64;
-                void *nv = realloc(*v, c * sizeof(**v));
-                if (!nv)
-                    return -ENOMEM;
-                *v = nv;
-                *cap = c;
-            }
-            (*v)[(*n)++] = (struct plt_ent){sh.sh_addr + off, es, sl};
-        }
-    }
-    return 0;
-}
-
 /* Name of an IRELATIVE stub's target: the symbol starting at the resolver's address. */
 static const char *symbol_at(const struct elf_file *f, uint64_t addr)
 {
@@ -387,52 +243,39 @@ static const char *symbol_at(const struct elf_file *f, uint64_t addr)
     return name && !off ? name : NULL;
 }
 
-/* Adds name@plt symbols (after sort_symbols: IRELATIVE names are looked up); sorts again. */
+/* Adds "name@plt" symbols for the PLT stubs, ranked below any real symbol at the same address
+ * (runs after sort_symbols: an IFUNC stub takes the name of its resolver); sorts again. An
+ * IFUNC stub without a symbol there is "*ABS*+0xADDR@plt", as objdump prints it. */
 static int add_plt_symbols(struct elf_file *f)
 {
-    Elf *e = f->main.elf;
-    GElf_Ehdr eh;
-    if (!gelf_getehdr(e, &eh) || eh.e_machine != EM_X86_64)
-        return 0;
-    struct slot *slots;
-    size_t nslots, n = 0, cap = 0, bytes = 0;
-    struct plt_ent *v = NULL;
-    int err = read_slots(e, &slots, &nslots);
-    if (err)
+    struct elfplt_entry *v;
+    size_t n, bytes = 0;
+    int err = elfplt_read(f->main.elf, &v, &n);
+    if (err || !n)
         return err;
-    if (nslots && (err = scan_plt(e, slots, nslots, &v, &n, &cap)))
-        goto out;
     char abs[32];
     for (size_t i = 0; i < n; i++) {
-        const struct slot *sl = v[i].slot;
-        const char *nm = sl->name ? sl->name : symbol_at(f, sl->addend);
-        bytes += (nm ? strlen(nm) : (size_t)snprintf(abs, sizeof(abs), "*ABS*+%#" PRIx64, sl->addend)) + 5;
+        const char *nm = v[i].name ? v[i].name : (v[i].name = symbol_at(f, v[i].resolver));
+        bytes += (nm ? strlen(nm) : (size_t)snprintf(abs, sizeof(abs), "*ABS*+%#" PRIx64, v[i].resolver)) + 5;
     }
-    err = -ENOMEM;
-    struct sym *nv = n ? realloc(f->syms, (f->nsyms + n) * sizeof(*nv)) : f->syms;
-    if (n && (!nv || !(f->plt_names = malloc(bytes)))) {
-        if (nv)
-            f->syms = nv;
-        goto out;
+    struct sym *nv = realloc(f->syms, (f->nsyms + n) * sizeof(*nv));
+    if (nv)
+        f->syms = nv;
+    if (!nv || !(f->plt_names = malloc(bytes))) {
+        free(v);
+        return -ENOMEM;
     }
-    f->syms = nv;
-    size_t nsyms = f->nsyms;
     char *w = f->plt_names;
     for (size_t i = 0; i < n; i++) {
-        const struct slot *sl = v[i].slot;
-        const char *nm = sl->name ? sl->name : symbol_at(f, sl->addend);
-        int len = nm ? snprintf(w, bytes, "%s@plt", nm) : snprintf(w, bytes, "*ABS*+%#" PRIx64 "@plt", sl->addend);
-        f->syms[nsyms++] = (struct sym){v[i].addr, v[i].size, w, 3};
+        int len = v[i].name ? snprintf(w, bytes, "%s@plt", v[i].name)
+                            : snprintf(w, bytes, "*ABS*+%#" PRIx64 "@plt", v[i].resolver);
+        f->syms[f->nsyms++] = (struct sym){v[i].addr, v[i].size, w, 3};
         w += len + 1;
         bytes -= (size_t)len + 1;
     }
-    f->nsyms = nsyms;
-    sort_symbols(f);
-    err = 0;
-out:
     free(v);
-    free(slots);
-    return err;
+    sort_symbols(f);
+    return 0;
 }
 
 /* -- Separate debug files ------------------------------------------------------------------ */

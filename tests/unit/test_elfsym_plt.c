@@ -172,8 +172,8 @@ static size_t compare_plt(const char *path, size_t min_labels)
             bare++;
         }
     }
-    print_message("# %s: %zu objdump <name@plt> labels matched, %zu unlabelled entries without one\n",
-                  path, checked, bare);
+    print_message("# %s: %zu objdump <name@plt> labels matched, %zu unlabelled entries without one\n", path,
+                  checked, bare);
     free(lab);
     elfsym_put(f);
     return checked;
@@ -199,12 +199,12 @@ static int teardown(void **state)
     return 0;
 }
 
-#define NEED_TOOLS()                                                                                    \
-    do {                                                                                                \
-        if (!cache) {                                                                                   \
-            print_message("# objdump, readelf or nm missing: no independent PLT decoder\n");            \
-            skip();                                                                                     \
-        }                                                                                               \
+#define NEED_TOOLS()                                                                                         \
+    do {                                                                                                     \
+        if (!cache) {                                                                                        \
+            print_message("# objdump, readelf or nm missing: no independent PLT decoder\n");                 \
+            skip();                                                                                          \
+        }                                                                                                    \
     } while (0)
 
 static void test_python311(void **state)
