@@ -245,7 +245,8 @@ static const char *symbol_at(const struct elf_file *f, uint64_t addr)
 
 /* Adds "name@plt" symbols for the PLT stubs, ranked below any real symbol at the same address
  * (runs after sort_symbols: an IFUNC stub takes the name of its resolver); sorts again. An
- * IFUNC stub without a symbol there is "*ABS*+0xADDR@plt", as objdump prints it. */
+ * IFUNC stub without a symbol there is "*ABS*+0xADDR@plt", as objdump prints it; PLT0 and
+ * other stubs calling nothing known are "[plt]". */
 static int add_plt_symbols(struct elf_file *f)
 {
     struct elfplt_entry *v;
@@ -255,18 +256,24 @@ static int add_plt_symbols(struct elf_file *f)
         return err;
     char abs[32];
     for (size_t i = 0; i < n; i++) {
+        if (v[i].bare)
+            continue;
         const char *nm = v[i].name ? v[i].name : (v[i].name = symbol_at(f, v[i].resolver));
         bytes += (nm ? strlen(nm) : (size_t)snprintf(abs, sizeof(abs), "*ABS*+%#" PRIx64, v[i].resolver)) + 5;
     }
     struct sym *nv = realloc(f->syms, (f->nsyms + n) * sizeof(*nv));
     if (nv)
         f->syms = nv;
-    if (!nv || !(f->plt_names = malloc(bytes))) {
+    if (!nv || !(f->plt_names = malloc(bytes ? bytes : 1))) {
         free(v);
         return -ENOMEM;
     }
     char *w = f->plt_names;
     for (size_t i = 0; i < n; i++) {
+        if (v[i].bare) {
+            f->syms[f->nsyms++] = (struct sym){v[i].addr, v[i].size, "[plt]", 3};
+            continue;
+        }
         int len = v[i].name ? snprintf(w, bytes, "%s@plt", v[i].name)
                             : snprintf(w, bytes, "*ABS*+%#" PRIx64 "@plt", v[i].resolver);
         f->syms[f->nsyms++] = (struct sym){v[i].addr, v[i].size, w, 3};

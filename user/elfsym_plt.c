@@ -4,12 +4,15 @@
  * PLT stubs have no symbols; like objdump and perf we call them "name@plt". Each stub of
  * .plt, .plt.sec or .plt.got jumps through one GOT slot, and the dynamic relocation of that slot
  * (JUMP_SLOT in .rela.plt, GLOB_DAT in .rela.dyn for .plt.got) names the function. Matching by
- * slot address needs no assumption about the order of entries or about PLT0:
+ * slot address needs no assumption about the order of entries. Entries that jump through no
+ * known slot (PLT0, the lazy half of an IBT .plt) are returned bare, so that they are not taken
+ * for part of the symbol before them (often _init):
  *
  *   .plt      (lazy)    ff 25 disp32 | 68 idx | e9 rel32            → jump via slot
- *   .plt      (IBT)     f3 0f 1e fa | 68 idx | f2 e9 rel32 | pad    → no slot: stays unnamed
+ *   .plt      (IBT)     f3 0f 1e fa | 68 idx | f2 e9 rel32 | pad    → no slot: bare
  *   .plt.sec  (IBT)     f3 0f 1e fa | [f2] ff 25 disp32 | pad
  *   .plt.got            [f3 0f 1e fa] | ff 25 disp32 | pad          (8 or 16 bytes)
+ *   .plt      (static)  ff 25 disp32 | 66 90                        (8 bytes, IRELATIVE slots)
  *
  *   slot = address after the jmp + disp32
  *
@@ -20,6 +23,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,12 +47,14 @@ static int read_slots(Elf *e, struct slot **out, size_t *nout)
     for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
         GElf_Shdr sh, lsh;
         Elf_Scn *ls;
-        if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
-            !(ls = elf_getscn(e, sh.sh_link)) || !gelf_getshdr(ls, &lsh) || lsh.sh_type != SHT_DYNSYM)
+        if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
             continue;
-        Elf_Data *d = elf_getdata(s, NULL), *sd = elf_getdata(ls, NULL);
+        /* a static executable's IRELATIVE relocations have no symbol table */
+        bool dynsym = sh.sh_link && (ls = elf_getscn(e, sh.sh_link)) && gelf_getshdr(ls, &lsh) &&
+                      lsh.sh_type == SHT_DYNSYM;
+        Elf_Data *d = elf_getdata(s, NULL), *sd = dynsym ? elf_getdata(ls, NULL) : NULL;
         size_t cnt = sh.sh_size / sh.sh_entsize;
-        if (!d || !sd || !cnt || cnt > SIZE_MAX / sizeof(*v) - n)
+        if (!d || !cnt || cnt > SIZE_MAX / sizeof(*v) - n)
             continue;
         struct slot *nv = realloc(v, (n + cnt) * sizeof(*v));
         if (!nv) {
@@ -66,7 +72,7 @@ static int read_slots(Elf *e, struct slot **out, size_t *nout)
                 v[n++] = (struct slot){r.r_offset, NULL, (uint64_t)r.r_addend};
                 continue;
             }
-            if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !idx || idx > INT_MAX ||
+            if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !sd || !idx || idx > INT_MAX ||
                 !gelf_getsym(sd, (int)idx, &sym))
                 continue;
             const char *name = elf_strptr(e, lsh.sh_link, sym.st_name);
@@ -123,6 +129,17 @@ static Elf_Scn *find_section(Elf *e, const char *want, GElf_Shdr *sh)
     return NULL;
 }
 
+/* sh_entsize is 16, or 8 for a .plt.got without IBT; a static executable's .plt has none and
+ * 8-byte entries (jmp *slot; xchg %ax,%ax). 0: not a layout we know. */
+static uint64_t entry_size(const GElf_Shdr *sh, bool pltgot, const uint8_t *p, size_t size)
+{
+    if (sh->sh_entsize)
+        return sh->sh_entsize == 8 || sh->sh_entsize == 16 ? sh->sh_entsize : 0;
+    if (pltgot || (size >= 8 && p[0] == 0xff && p[1] == 0x25 && p[6] == 0x66 && p[7] == 0x90))
+        return 8;
+    return 16;
+}
+
 static int scan_plt(Elf *e, const struct slot *slots, size_t nslots, struct elfplt_entry **v, size_t *n,
                     size_t *cap)
 {
@@ -133,17 +150,13 @@ static int scan_plt(Elf *e, const struct slot *slots, size_t nslots, struct elfp
         Elf_Data *d = s && sh.sh_type == SHT_PROGBITS ? elf_getdata(s, NULL) : NULL;
         if (!d || !d->d_buf)
             continue;
-        /* sh_entsize is 16, or 8 for a .plt.got without IBT; anything else is not a layout
-         * we know */
-        uint64_t es = sh.sh_entsize ? sh.sh_entsize : k == 2 ? 8 : 16;
-        if (es != 8 && es != 16)
-            continue;
         size_t size = d->d_size < sh.sh_size ? d->d_size : (size_t)sh.sh_size;
+        uint64_t es = entry_size(&sh, k == 2, d->d_buf, size);
+        if (!es)
+            continue;
         for (size_t off = 0; off + es <= size; off += es) {
             uint64_t got = entry_slot((const uint8_t *)d->d_buf + off, es, sh.sh_addr + off);
             const struct slot *sl = got ? find_slot(slots, nslots, got) : NULL;
-            if (!sl)
-                continue;
             if (*n == *cap) {
                 size_t c = *cap ? *cap * 2 : 64;
                 void *nv = realloc(*v, c * sizeof(**v));
@@ -152,7 +165,8 @@ static int scan_plt(Elf *e, const struct slot *slots, size_t nslots, struct elfp
                 *v = nv;
                 *cap = c;
             }
-            (*v)[(*n)++] = (struct elfplt_entry){sh.sh_addr + off, es, sl->name, sl->addend};
+            (*v)[(*n)++] = sl ? (struct elfplt_entry){sh.sh_addr + off, es, sl->name, sl->addend, false}
+                              : (struct elfplt_entry){sh.sh_addr + off, es, NULL, 0, true};
         }
     }
     return 0;
@@ -170,7 +184,7 @@ int elfplt_read(Elf *e, struct elfplt_entry **out, size_t *nout)
     int err = read_slots(e, &slots, &nslots);
     if (err)
         return err;
-    if (nslots && (err = scan_plt(e, slots, nslots, out, nout, &cap))) {
+    if ((err = scan_plt(e, slots, nslots, out, nout, &cap))) {
         free(*out);
         *out = NULL;
         *nout = 0;

@@ -7,6 +7,7 @@
 #define PYEBPF_ELFSYM_PLT_H
 
 #include <gelf.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,9 +15,10 @@ struct elfplt_entry {
     uint64_t addr, size; /* link-time address of the stub, its size */
     const char *name;    /* called function (in e's .dynstr); NULL for an IRELATIVE slot: */
     uint64_t resolver;   /* then the address of the IFUNC resolver the slot is resolved by */
+    bool bare;           /* jumps through no known slot: PLT0, a lazy IBT entry (name NULL) */
 };
 
-/* The named stubs of e (none for other machines), in a malloc'ed array. 0 or -ENOMEM. */
+/* The stubs of e (none for other machines), in a malloc'ed array. 0 or -ENOMEM. */
 int elfplt_read(Elf *e, struct elfplt_entry **out, size_t *n);
 
 #endif
