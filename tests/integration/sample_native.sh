@@ -188,7 +188,7 @@ check "isolation: the other busy process is absent" bash -c "! grep -q '^thread 
 n=$(cut -d';' -f1 "$TMP/iso.folded" | sort -u | wc -l)
 check "isolation: one thread root, the target's ($n)" [ "$n" -eq 1 ]
 
-# 11. samples in a PLT stub are named like objdump and perf name them (labs@plt), not
+# 11. samples in a PLT stub are named as objdump and perf name them (labs@plt), not
 # pltloop+0xOFF; the unwinder steps out of the stub to its caller
 if [ -x "$P/pltloop" ]; then
     "$S" -q -F 999 -o "$TMP/plt.folded" -- "$P/pltloop" 2 > /dev/null 2> "$TMP/plt.err"
