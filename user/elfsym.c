@@ -209,10 +209,9 @@ static int cmp_sym(const void *a, const void *b)
     return strcmp(x->name, y->name); /* deterministic among aliases */
 }
 
-static void sort_symbols(struct elf_file *f)
+/* Keeps the best-ranked name at each address, with the largest size seen there. */
+static void dedup_symbols(struct elf_file *f)
 {
-    if (f->nsyms > 1) /* syms is NULL for a file without symbols */
-        qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
     size_t w = 0;
     for (size_t i = 0; i < f->nsyms; i++) {
         if (w && f->syms[w - 1].addr == f->syms[i].addr) {
@@ -223,6 +222,27 @@ static void sort_symbols(struct elf_file *f)
         f->syms[w++] = f->syms[i];
     }
     f->nsyms = w;
+}
+
+static void sort_symbols(struct elf_file *f)
+{
+    if (f->nsyms > 1) /* syms is NULL for a file without symbols */
+        qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
+    dedup_symbols(f);
+}
+
+/* Merges add[0..n), sorted, into the sorted table (room for n more already allocated). */
+static void merge_symbols(struct elf_file *f, const struct sym *add, size_t n)
+{
+    size_t i = f->nsyms, j = n, w = f->nsyms + n;
+    while (j > 0) {
+        if (i > 0 && cmp_sym(&f->syms[i - 1], &add[j - 1]) > 0)
+            f->syms[--w] = f->syms[--i];
+        else
+            f->syms[--w] = add[--j];
+    }
+    f->nsyms += n;
+    dedup_symbols(f);
 }
 
 static bool has_section_type(Elf *e, Elf64_Word type)
@@ -244,7 +264,7 @@ static const char *symbol_at(const struct elf_file *f, uint64_t addr)
 }
 
 /* Adds "name@plt" symbols for the PLT stubs, ranked below any real symbol at the same address
- * (runs after sort_symbols: an IFUNC stub takes the name of its resolver); sorts again. An
+ * (runs after sort_symbols: an IFUNC stub takes the name of its resolver). An
  * IFUNC stub without a symbol there is "*ABS*+0xADDR@plt", as objdump prints it; PLT0 and
  * other stubs calling nothing known are "[plt]". */
 static int add_plt_symbols(struct elf_file *f)
@@ -268,20 +288,29 @@ static int add_plt_symbols(struct elf_file *f)
         free(v);
         return -ENOMEM;
     }
+    /* sorted apart and merged in: a second sort of the whole table would cost more than the
+     * rest of the file's loading */
+    struct sym *add = malloc(n * sizeof(*add));
+    if (!add) {
+        free(v);
+        return -ENOMEM;
+    }
     char *w = f->plt_names;
     for (size_t i = 0; i < n; i++) {
         if (v[i].bare) {
-            f->syms[f->nsyms++] = (struct sym){v[i].addr, v[i].size, "[plt]", 3};
+            add[i] = (struct sym){v[i].addr, v[i].size, "[plt]", 3};
             continue;
         }
         int len = v[i].name ? snprintf(w, bytes, "%s@plt", v[i].name)
                             : snprintf(w, bytes, "*ABS*+%#" PRIx64 "@plt", v[i].resolver);
-        f->syms[f->nsyms++] = (struct sym){v[i].addr, v[i].size, w, 3};
+        add[i] = (struct sym){v[i].addr, v[i].size, w, 3};
         w += len + 1;
         bytes -= (size_t)len + 1;
     }
     free(v);
-    sort_symbols(f);
+    qsort(add, n, sizeof(*add), cmp_sym);
+    merge_symbols(f, add, n);
+    free(add);
     return 0;
 }
 
