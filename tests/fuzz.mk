@@ -27,7 +27,7 @@ FUZZ_LIBS          := -ldw -lelf -lz -lm -lpthread -ldl
 # Parser sources each target links (the first one decides whether the target exists).
 FUZZ_SRCS_jitread  := user/jitread.c user/readfile.c
 FUZZ_SRCS_perfmap  := user/perfmap_read.c user/readfile.c
-FUZZ_SRCS_elfsym   := user/elfsym.c user/cfi_read.c user/cfi_expr.c
+FUZZ_SRCS_elfsym   := user/elfsym.c user/elfsym_plt.c user/cfi_read.c user/cfi_expr.c
 FUZZ_SRCS_cfi      := user/cfi_read.c user/cfi_expr.c
 FUZZ_SRCS_linetable := user/linetable.c
 FUZZ_SRCS_pyrt     := user/pyrt.c user/pyrt_debug.c user/maps.c user/remote.c

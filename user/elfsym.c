@@ -3,10 +3,12 @@
  * read-only mapping of the file (symbol names point into it: no copies).
  */
 #include "elfsym.h"
+#include "elfsym_plt.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <inttypes.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +22,8 @@
 struct sym {
     uint64_t addr, size;
     const char *name;
-    unsigned rank; /* at one address the global name wins over weak, weak over local */
+    unsigned rank; /* at one address the global name wins over weak, weak over local, local over
+                    * a synthesized name@plt */
 };
 
 struct load {
@@ -49,6 +52,7 @@ struct elf_file {
     size_t nloads;
     struct sym *syms;
     size_t nsyms;
+    char *plt_names; /* "name@plt" strings of the PLT entries, one block */
     bool from_debug;
     bool has_cfi;
     struct cfi_table cfi;
@@ -205,10 +209,9 @@ static int cmp_sym(const void *a, const void *b)
     return strcmp(x->name, y->name); /* deterministic among aliases */
 }
 
-static void sort_symbols(struct elf_file *f)
+/* Keeps the best-ranked name at each address, with the largest size seen there. */
+static void dedup_symbols(struct elf_file *f)
 {
-    if (f->nsyms > 1) /* syms is NULL for a file without symbols */
-        qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
     size_t w = 0;
     for (size_t i = 0; i < f->nsyms; i++) {
         if (w && f->syms[w - 1].addr == f->syms[i].addr) {
@@ -221,6 +224,27 @@ static void sort_symbols(struct elf_file *f)
     f->nsyms = w;
 }
 
+static void sort_symbols(struct elf_file *f)
+{
+    if (f->nsyms > 1) /* syms is NULL for a file without symbols */
+        qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
+    dedup_symbols(f);
+}
+
+/* Merges add[0..n), sorted, into the sorted table (room for n more already allocated). */
+static void merge_symbols(struct elf_file *f, const struct sym *add, size_t n)
+{
+    size_t i = f->nsyms, j = n, w = f->nsyms + n;
+    while (j > 0) {
+        if (i > 0 && cmp_sym(&f->syms[i - 1], &add[j - 1]) > 0)
+            f->syms[--w] = f->syms[--i];
+        else
+            f->syms[--w] = add[--j];
+    }
+    f->nsyms += n;
+    dedup_symbols(f);
+}
+
 static bool has_section_type(Elf *e, Elf64_Word type)
 {
     for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
@@ -229,6 +253,65 @@ static bool has_section_type(Elf *e, Elf64_Word type)
             return true;
     }
     return false;
+}
+
+/* Name of an IRELATIVE stub's target: the symbol starting at the resolver's address. */
+static const char *symbol_at(const struct elf_file *f, uint64_t addr)
+{
+    uint64_t off;
+    const char *name = elfsym_lookup(f, addr, &off);
+    return name && !off ? name : NULL;
+}
+
+/* Adds "name@plt" symbols for the PLT stubs, ranked below any real symbol at the same address
+ * (runs after sort_symbols: an IFUNC stub takes the name of its resolver). An
+ * IFUNC stub without a symbol there is "*ABS*+0xADDR@plt", as objdump prints it; PLT0 and
+ * other stubs calling nothing known are "[plt]". */
+static int add_plt_symbols(struct elf_file *f)
+{
+    struct elfplt_entry *v;
+    size_t n, bytes = 0;
+    int err = elfplt_read(f->main.elf, &v, &n);
+    if (err || !n)
+        return err;
+    char abs[32];
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].bare)
+            continue;
+        const char *nm = v[i].name ? v[i].name : (v[i].name = symbol_at(f, v[i].resolver));
+        bytes += (nm ? strlen(nm) : (size_t)snprintf(abs, sizeof(abs), "*ABS*+%#" PRIx64, v[i].resolver)) + 5;
+    }
+    struct sym *nv = realloc(f->syms, (f->nsyms + n) * sizeof(*nv));
+    if (nv)
+        f->syms = nv;
+    if (!nv || !(f->plt_names = malloc(bytes ? bytes : 1))) {
+        free(v);
+        return -ENOMEM;
+    }
+    /* sorted apart and merged in: a second sort of the whole table would cost more than the
+     * rest of the file's loading */
+    struct sym *add = malloc(n * sizeof(*add));
+    if (!add) {
+        free(v);
+        return -ENOMEM;
+    }
+    char *w = f->plt_names;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].bare) {
+            add[i] = (struct sym){v[i].addr, v[i].size, "[plt]", 3};
+            continue;
+        }
+        int len = v[i].name ? snprintf(w, bytes, "%s@plt", v[i].name)
+                            : snprintf(w, bytes, "*ABS*+%#" PRIx64 "@plt", v[i].resolver);
+        add[i] = (struct sym){v[i].addr, v[i].size, w, 3};
+        w += len + 1;
+        bytes -= (size_t)len + 1;
+    }
+    free(v);
+    qsort(add, n, sizeof(*add), cmp_sym);
+    merge_symbols(f, add, n);
+    free(add);
+    return 0;
 }
 
 /* -- Separate debug files ------------------------------------------------------------------ */
@@ -345,6 +428,8 @@ static int load(struct elf_file *f, const char *root)
     if ((err = add_symbols(f, symsrc, SHT_SYMTAB)) || (err = add_symbols(f, f->main.elf, SHT_DYNSYM)))
         return err;
     sort_symbols(f);
+    if ((err = add_plt_symbols(f)))
+        return err;
     read_cfi(f);
     return 0;
 }
@@ -356,6 +441,7 @@ static void file_free(struct elf_file *f)
     image_free(&f->debug);
     image_free(&f->main);
     free(f->syms);
+    free(f->plt_names);
     free(f->loads);
     free(f->name);
     free(f);

@@ -187,3 +187,19 @@ wait "$other"
 check "isolation: the other busy process is absent" bash -c "! grep -q '^thread $other ' '$TMP/iso.folded'"
 n=$(cut -d';' -f1 "$TMP/iso.folded" | sort -u | wc -l)
 check "isolation: one thread root, the target's ($n)" [ "$n" -eq 1 ]
+
+# 11. samples in a PLT stub are named as objdump and perf name them (labs@plt), not
+# pltloop+0xOFF; the unwinder steps out of the stub to its caller
+if [ -x "$P/pltloop" ]; then
+    "$S" -q -F 999 -o "$TMP/plt.folded" -- "$P/pltloop" 2 > /dev/null 2> "$TMP/plt.err"
+    t=$(sum "$TMP/plt.folded" '.')
+    s=$(sum "$TMP/plt.folded" '(^|;)main;spin;labs@plt( |$)')
+    # without PLT names a stub reads as pltloop+0xOFF, or as the size-less _init before .plt
+    u=$(sum "$TMP/plt.folded" '(^|;)(pltloop\+0x[0-9a-f]+|spin;_init)( |$)')
+    echo "# pltloop: $s of $t samples in main;spin;labs@plt, $u left as pltloop+0xOFF or spin;_init"
+    check "plt: main;spin;labs@plt holds >= 2% of the samples ($s/$t)" \
+        awk -v s="$s" -v t="$t" 'BEGIN { exit !(t > 200 && s >= 0.02 * t) }'
+    check "plt: no sample left as pltloop+0xOFF or spin;_init ($u)" [ "$u" -eq 0 ]
+else
+    skip "plt: samples in a PLT stub" "needs $P/pltloop"
+fi
