@@ -27,18 +27,7 @@
 
 #include "profile.h"
 #include "pystack.h"
-
-static const char *pythons[] = {
-    "/usr/bin/python3.11",
-    "/root/.pyenv/versions/3.11.7/bin/python3.11",
-    "/root/.pyenv/versions/3.12.1/bin/python3.12",
-    "/root/.pyenv/versions/3.13.0/bin/python3.13",
-    /* Debian unstable's, unpacked by `make test-pythons` (scripts/test-pythons); paths from the
-     * repository root, where tests/run starts every test. */
-    "build/pythons/bin/python3.14",
-    "build/pythons/bin/python3.15",
-};
-#define NPY (sizeof(pythons) / sizeof(pythons[0]))
+#include "pytargets.h"
 
 /* -- Target processes ------------------------------------------------------------------------- */
 
@@ -373,33 +362,6 @@ static void deep(void **state)
 }
 
 /* -- Forged memory ---------------------------------------------------------------------------- */
-
-static void wmem(pid_t pid, uint64_t addr, const void *buf, size_t len)
-{
-    struct iovec l = {(void *)buf, len}, r = {(void *)(uintptr_t)addr, len};
-    assert_int_equal(process_vm_writev(pid, &l, 1, &r, 1, 0), (ssize_t)len);
-}
-
-static uint64_t rd64(pid_t pid, uint64_t addr)
-{
-    uint64_t v = 0;
-    struct iovec l = {&v, 8}, r = {(void *)(uintptr_t)addr, 8};
-    assert_int_equal(process_vm_readv(pid, &l, 1, &r, 1, 0), 8);
-    return v;
-}
-
-static void w64(pid_t pid, uint64_t addr, uint64_t v)
-{
-    wmem(pid, addr, &v, 8);
-}
-
-static uint8_t rd8(pid_t pid, uint64_t addr)
-{
-    uint8_t v = 0;
-    struct iovec l = {&v, 1}, r = {(void *)(uintptr_t)addr, 1};
-    assert_int_equal(process_vm_readv(pid, &l, 1, &r, 1, 0), 1);
-    return v;
-}
 
 /* The frame chain of `tid` as an in-kernel reader would capture it. */
 static int raw_chain(pid_t pid, struct pystack *ps, pid_t tid, struct pystack_raw *raw, int max)

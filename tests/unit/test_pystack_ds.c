@@ -29,6 +29,7 @@
 #include "profile.h"
 #include "pydstack.h"
 #include "pystack.h"
+#include "pytargets.h"
 
 /* -- Words, windows, gaps ------------------------------------------------------------------- */
 
@@ -164,16 +165,6 @@ static void gap_ranges(void **state)
 }
 
 /* -- Real interpreters ------------------------------------------------------------------------ */
-
-static const char *pythons[] = {
-    "/usr/bin/python3.11",
-    "/root/.pyenv/versions/3.11.7/bin/python3.11",
-    "/root/.pyenv/versions/3.12.1/bin/python3.12",
-    "/root/.pyenv/versions/3.13.0/bin/python3.13",
-    "build/pythons/bin/python3.14", /* make test-pythons */
-    "build/pythons/bin/python3.15",
-};
-#define NPY (sizeof(pythons) / sizeof(pythons[0]))
 
 struct target {
     pid_t pid;
@@ -381,25 +372,6 @@ static void varied(void **state)
 }
 
 /* -- Forged data stacks ------------------------------------------------------------------------ */
-
-static void wmem(pid_t pid, uint64_t addr, const void *buf, size_t len)
-{
-    struct iovec l = {(void *)buf, len}, r = {(void *)(uintptr_t)addr, len};
-    assert_int_equal(process_vm_writev(pid, &l, 1, &r, 1, 0), (ssize_t)len);
-}
-
-static void w64(pid_t pid, uint64_t addr, uint64_t v)
-{
-    wmem(pid, addr, &v, 8);
-}
-
-static uint64_t rd64(pid_t pid, uint64_t addr)
-{
-    uint64_t v = 0;
-    struct iovec l = {&v, 8}, r = {(void *)(uintptr_t)addr, 8};
-    assert_int_equal(process_vm_readv(pid, &l, 1, &r, 1, 0), 8);
-    return v;
-}
 
 #define FAKE_TID 0x3fffe000
 #define NCODES   8
