@@ -20,3 +20,17 @@ skip_all() { skip "$SCRIPT_NAME" "$1"; exit 0; }
 need_root() { [ "$(id -u)" = 0 ] || skip_all "needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE)"; }
 need_cmd() { command -v "$1" > /dev/null 2>&1 || skip_all "needs $1 (make setup installs it)"; }
 need_file() { [ -e "$1" ] || skip_all "needs $1"; }
+
+# gdb_target_args PID EXE: sets the array gdb_args so that `gdb "${gdb_args[@]}" -p PID` debugs
+# EXE when the process image is a dynamic loader started by hand (build/pythons' wrappers): gdb
+# otherwise skips the program's own entry in the loader's list and never reads EXE.
+gdb_target_args() {
+    local img libdir
+    gdb_args=()
+    img=$(readlink -f "/proc/$1/exe")
+    if [ -n "$2" ] && [ "$img" != "$2" ]; then
+        libdir=$(dirname "$img")
+        gdb_args=(-iex "set exec-file-mismatch off" -iex "add-auto-load-safe-path $libdir"
+                  -iex "set libthread-db-search-path $libdir" "$2")
+    fi
+}

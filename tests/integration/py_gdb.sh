@@ -67,12 +67,7 @@ for py in "${pythons[@]}"; do
     sleep 0.3 # let the sleep start
     # the binary that really runs, when the process image is a loader started by hand (see top)
     exe=$(awk '/^ready/ { print $3; exit }' "$out")
-    gdb_args=()
-    if [ -n "$exe" ] && [ "$(readlink -f /proc/$pid/exe)" != "$exe" ]; then
-        libdir=$(dirname "$(readlink -f /proc/$pid/exe)")
-        gdb_args=(-iex "set exec-file-mismatch off" -iex "add-auto-load-safe-path $libdir"
-                  -iex "set libthread-db-search-path $libdir" "$exe")
-    fi
+    gdb_target_args $pid "$exe"
     timeout 60 gdb -batch "${gdb_args[@]}" -p $pid -ex bt > "$bt" 2>&1
     kill $pid 2>/dev/null; wait $pid 2>/dev/null
     # frame numbers of each name, in backtrace order (innermost first)

@@ -65,12 +65,7 @@ for spec in 3.11=/root/.pyenv/versions/3.11.7/bin/python3.11 3.12=/root/.pyenv/v
     sleep 1.5
     # the binary that really runs, when the process image is a loader started by hand (see top)
     exe=$(awk '/^READY/ { print $2; exit }' "$d/out")
-    gdb_args=()
-    if [ -n "$exe" ] && [ "$(readlink -f /proc/$tpid/exe)" != "$exe" ]; then
-        libdir=$(dirname "$(readlink -f /proc/$tpid/exe)")
-        gdb_args=(-iex "set exec-file-mismatch off" -iex "add-auto-load-safe-path $libdir"
-                  -iex "set libthread-db-search-path $libdir" "$exe")
-    fi
+    gdb_target_args $tpid "$exe"
     timeout 60 gdb -batch "${gdb_args[@]}" -p $tpid -ex bt > "$d/gdb" 2>&1
     grc=$?
     sleep 1
