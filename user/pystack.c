@@ -74,6 +74,7 @@ struct pystack {
      * a chunk header, then 1 (windows and gap reads on) or -1 (off: exact_reads, no offsets, or
      * the check failed) */
     int ds_on;
+    unsigned ds_check_errors; /* chunk headers that could not be read: a few, then off */
     size_t ds_seg, win_seg; /* segments of the three words and of the window; 0: none */
     struct pyds_words ds_words;
     uint8_t *wbuf, *gbuf;
@@ -256,6 +257,8 @@ static void ds_check(struct pystack *ps, const struct pyds_words *w)
     uint64_t size = 0;
     if (remote_read(&ps->r, w->chunk + 8, &size, 8) == 0)
         ps->ds_on = size == w->limit - w->chunk ? 1 : -1;
+    else if (++ps->ds_check_errors >= 3) /* not a chunk after all: no extra call per sample */
+        ps->ds_on = -1;
 }
 
 /* At attach, with the first thread state of the main interpreter (a thread that has not run
@@ -544,24 +547,30 @@ static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t 
     }
     ncur = s->ncodes;
     memcpy(cur, s->codes, ncur * sizeof(*cur));
-    s->ncodes = 0;
-    for (int pass = 0; pass < 3; pass++) {
-        /* 0: this stack's, validated; 1: earlier stacks', validated; 2: this stack's, new */
-        uint32_t limit = pass == 1 && s->ncodes + RECENT_CODES < MAX_PRED_CODES ? s->ncodes + RECENT_CODES
-                                                                                : MAX_PRED_CODES;
-        for (uint32_t k = 0; k < (pass == 1 ? nold : ncur) && s->ncodes < limit; k++) {
-            uint64_t c = pass == 1 ? old[k] : cur[k];
-            int in_old = -1, in_cur = pass != 1;
-            for (uint32_t q = 0; q < nold && in_old < 0; q++)
-                if (old[q] == c)
-                    in_old = (int)q;
-            for (uint32_t q = 0; q < ncur && !in_cur; q++)
-                in_cur = cur[q] == c;
-            if ((in_old >= 0 && bad[in_old]) || (pass == 1 && in_cur) || (pass == 2) != (in_old < 0))
-                continue;
-            s->codes[s->ncodes++] = c;
+    /* Each list holds an address once: match them once, then order by the flags. */
+    int cur_old[MAX_PRED_CODES];
+    bool old_in_cur[MAX_PRED_CODES] = {false};
+    for (uint32_t k = 0; k < ncur; k++) {
+        cur_old[k] = -1;
+        for (uint32_t q = 0; q < nold; q++) {
+            if (old[q] == cur[k]) {
+                cur_old[k] = (int)q;
+                old_in_cur[q] = true;
+                break;
+            }
         }
     }
+    s->ncodes = 0;
+    for (uint32_t k = 0; k < ncur; k++) /* this stack's, validated */
+        if (cur_old[k] >= 0 && !bad[cur_old[k]])
+            s->codes[s->ncodes++] = cur[k];
+    uint32_t limit = s->ncodes + RECENT_CODES < MAX_PRED_CODES ? s->ncodes + RECENT_CODES : MAX_PRED_CODES;
+    for (uint32_t k = 0; k < nold && s->ncodes < limit; k++) /* earlier stacks', validated */
+        if (!old_in_cur[k] && !bad[k])
+            s->codes[s->ncodes++] = old[k];
+    for (uint32_t k = 0; k < ncur && s->ncodes < MAX_PRED_CODES; k++) /* this stack's, new */
+        if (cur_old[k] < 0)
+            s->codes[s->ncodes++] = cur[k];
 }
 
 /* The gap read for a frame at `addr` in the current chunk (pydstack.h); the frame, or NULL. */

@@ -77,9 +77,10 @@ struct pystack_frame {
 #define PYSTACK_TRUNCATED 0x1u /* depth cap reached; the root side is missing */
 #define PYSTACK_BROKEN    0x2u /* chain ended early: unreadable or invalid frame, loop, budget */
 #define PYSTACK_PREDICTED 0x4u /* the whole chain came from the one predicted read */
-/* The chain's leaf-most frame is an eval-loop entry shim (owner == 3, 3.12+; set by the in-kernel
- * path): the innermost eval-loop call has no Python frame of its own at that instant (its entry
- * frame has returned and the loop is on its way out). The shim is left out like every other. */
+/* The chain's leaf-most frame is an eval-loop entry shim (owner >= PYRT_OWNED_BY_CSTACK: 3 on
+ * 3.12/3.13, 4 on 3.14+; set by the in-kernel path): the innermost eval-loop call has no Python
+ * frame of its own at that instant (its entry frame has returned and the loop is on its way out).
+ * The shim is left out like every other. */
 #define PYSTACK_LEAF_SHIM 0x8u
 
 /* A frame as captured elsewhere (in-kernel), leaf first. */
