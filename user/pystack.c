@@ -75,7 +75,7 @@ struct pystack {
      * the check failed) */
     int ds_on;
     unsigned ds_check_errors; /* chunk headers that could not be read: a few, then off */
-    size_t ds_seg, win_seg; /* segments of the three words and of the window; 0: none */
+    size_t ds_seg, win_seg;   /* segments of the three words and of the window; 0: none */
     struct pyds_words ds_words;
     uint8_t *wbuf, *gbuf;
     struct remote_seg gaps[MAX_GAPS];
