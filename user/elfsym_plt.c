@@ -47,13 +47,13 @@ static int read_slots(Elf *e, struct slot **out, size_t *nout)
     for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
         GElf_Shdr sh, lsh;
         Elf_Scn *ls;
-        if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+        if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_RELA || sh.sh_entsize != sizeof(Elf64_Rela))
             continue;
         /* a static executable's IRELATIVE relocations have no symbol table */
         bool dynsym = sh.sh_link && (ls = elf_getscn(e, sh.sh_link)) && gelf_getshdr(ls, &lsh) &&
                       lsh.sh_type == SHT_DYNSYM;
         Elf_Data *d = elf_getdata(s, NULL), *sd = dynsym ? elf_getdata(ls, NULL) : NULL;
-        size_t cnt = sh.sh_size / sh.sh_entsize;
+        size_t cnt = d ? d->d_size / sizeof(Elf64_Rela) : 0;
         if (!d || !cnt || cnt > SIZE_MAX / sizeof(*v) - n)
             continue;
         struct slot *nv = realloc(v, (n + cnt) * sizeof(*v));
