@@ -70,12 +70,11 @@ struct run {
     struct sampler_counters sc;
 };
 
-static volatile sig_atomic_t exiting;
+static volatile sig_atomic_t exiting; /* the signal that ends the run, 0 until one came */
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    exiting = 1;
+    exiting = sig;
 }
 
 static uint64_t now_ns(void)
@@ -629,7 +628,8 @@ int main(int argc, char **argv)
     if (o.pid && check_target(&r))
         return 1;
 
-    /* From here a signal ends the run with what it has, even while BPF is still loading. */
+    /* From here a signal ends the run: with what it has once sampling runs, and with nothing
+     * written (status 128 + signal) while BPF is still loading. */
     catch_signals();
     if (open_collector(&r))
         goto out;
@@ -639,10 +639,15 @@ int main(int argc, char **argv)
         goto out;
     if (o.no_bpf ? start_nobpf(&r) : start_bpf(&r))
         goto out;
-    if (o.command && !exiting && release_command(&r))
+    if (exiting) {
+        /* Nothing was sampled yet: an output that already exists stays as it was. */
+        fprintf(stderr, "pyebpf-sample: interrupted before sampling started; nothing written\n");
+        ret = 128 + exiting;
         goto out;
-    if (!exiting)
-        announce(&r);
+    }
+    if (o.command && release_command(&r))
+        goto out;
+    announce(&r);
 
     sample(&r);
 
