@@ -224,7 +224,9 @@ static int load_pyjit(struct proc *p)
             return 0;
         struct pyrt rt;
         char err[256];
-        remote_init(&p->pyr, p->pid);
+        /* any live thread names the address space (the leader may have exited: see use_dir) */
+        const char *task = strstr(p->dir, "/task/");
+        remote_init(&p->pyr, task ? (pid_t)atoi(task + 6) : p->pid);
         if (pyrt_attach(&rt, &p->pyr, p->pid, err, sizeof(err)) != 0) {
             /* Not initialised yet (launch mode): a few more tries, then give up. */
             if (++p->pyjit_attempts >= 8)
@@ -414,8 +416,8 @@ static int open_mapped(struct proc *p, const struct map_entry *e)
     }
     if (fd < 0) {
         /* The inode the target really mapped, even when the path now names another file. */
-        snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)p->pid,
-                 (unsigned long long)e->start, (unsigned long long)e->end);
+        snprintf(path, sizeof(path), "%s/map_files/%llx-%llx", p->dir, (unsigned long long)e->start,
+                 (unsigned long long)e->end);
         fd = open(path, O_RDONLY | O_CLOEXEC);
     }
     return fd < 0 ? -errno : fd;
