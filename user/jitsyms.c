@@ -126,13 +126,18 @@ static bool newer(const struct cand *a, const struct cand *b)
 
 /* Whether the new table names any address differently from the current one (names are interned:
  * equal names are equal pointers). */
-static bool same_names(const struct jitsyms *j, const struct jitsym *v, size_t n)
+/* Whether every region of the current table is in v unchanged: then no address that had a name
+ * lost or changed it, and v only adds regions where there were none. Addresses in memory that JIT
+ * regions may cover are never cached unnamed (proc.c), so additions leave every cache valid. */
+static bool keeps_names(const struct jitsyms *j, const struct jitsym *v, size_t n)
 {
-    if (n != j->n)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (v[i].start != j->v[i].start || v[i].end != j->v[i].end || v[i].name != j->v[i].name)
+    size_t k = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        while (k < n && v[k].start < j->v[i].start)
+            k++;
+        if (k == n || v[k].start != j->v[i].start || v[k].end != j->v[i].end || v[k].name != j->v[i].name)
             return false;
+    }
     return true;
 }
 
@@ -203,7 +208,7 @@ static int rebuild(struct jitsyms *j)
         }
     }
     free(c);
-    if (!same_names(j, v, w))
+    if (!keeps_names(j, v, w))
         j->names_gen++;
     free(j->v);
     j->v = v;

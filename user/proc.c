@@ -567,13 +567,13 @@ static const struct cfi_table *anon_fallback_cfi(struct proc *p, uint64_t ip, ui
     return NULL;
 }
 
-/* The JIT region holding ip. An address in anonymous executable memory that no region names
+/* The JIT region holding ip. An address in anonymous (or deleted-file) executable memory that no region names
  * may be code published since the last read: re-read the JIT files (rate-limited; unchanged
  * files cost one stat each). */
 static struct jitsym *find_jit(struct proc *p, uint64_t ip, const struct map_entry *e)
 {
     struct jitsym *js = jitsyms_find(p->jit, ip);
-    if (js || !e || maps_is_file(e) || !(e->prot & MAPS_X))
+    if (js || !e || (maps_is_file(e) && !e->deleted) || !(e->prot & MAPS_X))
         return js;
     uint64_t now = now_ns();
     if (now - p->last_jit_ns < REFRESH_MIN_NS)
@@ -613,8 +613,10 @@ static int symbolize(struct proc *p, uint64_t ip, struct symres *out)
             out->name = name;
             out->offset = off;
         }
-    } else if (!e->path[0] && (e->prot & MAPS_X)) {
-        out->kind = FRAME_JIT; /* anonymous executable memory: JIT code nobody named */
+    } else if ((!e->path[0] || e->deleted) && (e->prot & MAPS_X)) {
+        /* executable memory JIT regions may cover (anonymous, or a deleted file such as a memfd
+         * arena): code nobody named yet, so never cached */
+        out->kind = FRAME_JIT;
     }
     return 0;
 }

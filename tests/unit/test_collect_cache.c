@@ -442,6 +442,37 @@ static void test_code_published_later_is_named(void **state)
     assert_string_equal(t, "jit_caller;jit_late");
 }
 
+/* JIT code in a memfd arena (a deleted-file mapping) is named once published, like anonymous
+ * code, and publishing a region elsewhere keeps the names already cached. */
+static void test_memfd_code_published_later_is_named(void **state)
+{
+    struct fixture *f = *state;
+    int fd = memfd_create("jitarena", MFD_CLOEXEC);
+    char t[512];
+
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, 4096), 0);
+    uint8_t *m = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
+    close(fd);
+    assert_true(m != MAP_FAILED);
+    uint64_t base = (uintptr_t)m, anon = (uintptr_t)f->jit;
+    uint64_t ips[2] = {base + 0x10, anon + 0x10};
+
+    perfmap_add(f->perfmap, anon, 0x100, "jit_anon");
+    open_collector(f, false);
+    sample(f, ips, 2, t, sizeof(t));
+    assert_non_null(strstr(t, "jitarena"));
+    sample(f, ips, 2, t, sizeof(t));
+    assert_non_null(strstr(t, "jitarena"));
+    uint64_t flushes = stats(f).frame_cache_flushes;
+    perfmap_add(f->perfmap, base, 0x100, "jit_memfd");
+    past_refresh_limit();
+    sample(f, ips, 2, t, sizeof(t));
+    assert_string_equal(t, "jit_anon;jit_memfd");
+    assert_int_equal(stats(f).frame_cache_flushes, flushes);
+    munmap(m, 4096);
+}
+
 /* The mapping under a cached address is replaced (JIT memory unmapped, a file mapped there):
  * once proc re-reads the mappings, the address names the file. */
 static void test_replaced_mapping_is_renamed(void **state)
@@ -555,6 +586,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_leaf_and_return_address_differ, setup, teardown),
         cmocka_unit_test_setup_teardown(test_republished_region_is_renamed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_code_published_later_is_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memfd_code_published_later_is_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replaced_mapping_is_renamed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_process_other_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kernel_frames_cached, setup, teardown),

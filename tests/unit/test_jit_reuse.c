@@ -155,6 +155,13 @@ static void test_perfmap_later_line_wins(void **state)
     x.end = 0x2080;
     assert_int_equal(jitsyms_set_extra(j, &x, 1), 1);
     assert_true(jitsyms_names_gen(j) != g);
+    /* a region where there was none: every name stays, and so does the generation (caches too) */
+    g = jitsyms_names_gen(j);
+    perfmap_add(path, 0x9000, 0x100, "added");
+    assert_int_equal(jitsyms_load_perfmap(j, path), 1);
+    assert_string_equal(name_at(j, 0x9010), "added");
+    assert_string_equal(name_at(j, 0x1010), "py::new:/b.py");
+    assert_int_equal(jitsyms_names_gen(j), g);
     jitsyms_free(j);
     unlink(path);
 }
