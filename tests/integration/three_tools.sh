@@ -19,6 +19,7 @@
 # workload has one thread, so the checks are the same.
 source "$(dirname "$0")/../lib.sh"
 need_root
+[ "${SANITIZE:-0}" = 1 ] && skip_all "the extension is not built with sanitizers"
 need_cmd gdb
 S="$BUILD/pyebpf-sample"
 need_file "$S"
