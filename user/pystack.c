@@ -330,8 +330,7 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof, const st
         goto fail;
     ps->ds_on = ps->o.exact_reads || !ps->rt.L.ts_datastack ? -1 : 0;
     ds_check_first(ps);
-    if ((rc = pycode_new(&ps->code, &ps->rt, &ps->r, prof, &ps->st, (uint64_t)ps->o.code_trust_us * 1000)) !=
-        0)
+    if ((rc = pycode_new(&ps->code, &ps->rt, &ps->r, prof, &ps->st)) != 0)
         goto fail;
     *out = ps;
     return 0;
@@ -608,7 +607,7 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
     int si = -1, rc;
 
     ps->st.samples++;
-    pycode_begin(ps->code, now_ns());
+    pycode_begin(ps->code);
     for (int attempt = 0; attempt < 2; attempt++) {
         if ((si = thread_slot(ps, tid)) < 0)
             return si;
@@ -759,16 +758,11 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
     return rc;
 }
 
-void pystack_distrust(struct pystack *ps)
-{
-    pycode_distrust(ps->code, now_ns());
-}
-
 int pystack_symbolize(struct pystack *ps, const struct pystack_raw *raw, size_t n, bool truncated,
                       struct pystack_frame *out, size_t max)
 {
     ps->st.samples++;
-    pycode_begin(ps->code, now_ns());
+    pycode_begin(ps->code);
     return pycode_symbolize(ps->code, raw, n, out, max, !truncated);
 }
 
@@ -804,6 +798,7 @@ void pystack_print_stats(const struct pystack *ps, FILE *f)
     fprintf(f, "prediction_hit_rate: %.3f\n", rate(s->pred_hits, s->pred_misses));
     fprintf(f, "code_hit_rate: %.3f\n", rate(s->code_hits, s->code_misses));
     fprintf(f, "code_stale: %" PRIu64 "\n", s->code_stale);
+    fprintf(f, "code_freed: %" PRIu64 "\n", s->code_freed);
     fprintf(f, "code_objects: %" PRIu64 "\n", s->code_objects);
     fprintf(f, "frame_hit_rate: %.3f\n", rate(s->fin_hits, s->fin_misses));
     fprintf(f, "python_truncated: %" PRIu64 "\n", s->truncated);

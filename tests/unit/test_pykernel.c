@@ -34,7 +34,9 @@ static struct pyrt_layout layout_311(void)
                                 .f_owner = 69,
                                 .f_is_entry = 68,
                                 .f_code_mask = ~(uint64_t)0,
-                                .f_owner_max = 2};
+                                .f_owner_max = 2,
+                                .co_id_start = 72,
+                                .co_id_size = 72};
 }
 
 static struct pyrt_layout layout_312(void)
@@ -50,7 +52,9 @@ static struct pyrt_layout layout_312(void)
                                 .f_owner = 70,
                                 .f_is_entry = -1,
                                 .f_code_mask = ~(uint64_t)0,
-                                .f_owner_max = 3};
+                                .f_owner_max = 3,
+                                .co_id_start = 64,
+                                .co_id_size = 80};
 }
 
 static struct pyrt_layout layout_313(void)
@@ -65,7 +69,9 @@ static struct pyrt_layout layout_313(void)
                                 .f_owner = 70,
                                 .f_is_entry = -1,
                                 .f_code_mask = ~(uint64_t)0,
-                                .f_owner_max = 3};
+                                .f_owner_max = 3,
+                                .co_id_start = 64,
+                                .co_id_size = 80};
 }
 
 /* 3.14: f_executable is a tagged stack reference (low 2 bits), owners 0..4 (4: C stack). */
@@ -100,6 +106,8 @@ static void test_layouts(void **state)
     assert_int_equal(L.f_owner, 37);
     assert_int_equal(L.max_owner, 2);
     assert_int_equal(L.code_tag, 0);
+    assert_int_equal(L.co_id_lo, 72);
+    assert_int_equal(L.co_id_len, 72);
 
     in = layout_312();
     assert_int_equal(pykernel_layout(&in, &L), 0);
@@ -149,6 +157,12 @@ static void test_layouts(void **state)
     in = layout_313();
     in.f_previous = 12;
     assert_int_equal(pykernel_layout(&in, &L), -ENOTSUP);
+    /* A code identity block the program does not fold whole: refused. */
+    in = layout_313();
+    in.co_id_size = SAMPLE_PY_ID_MAX + 8;
+    assert_int_equal(pykernel_layout(&in, &L), -ENOTSUP);
+    in.co_id_size = 12;
+    assert_int_equal(pykernel_layout(&in, &L), -ENOTSUP);
 }
 
 /* A record with `n` frames after a stack copy of `copy` bytes. */
@@ -165,7 +179,8 @@ static struct sample_event *record(size_t copy, size_t n, uint16_t flags, size_t
     memset(ev->stack, 0xab, copy);
     for (size_t i = 0; i < n; i++) {
         struct sample_pyframe f = {.code = (0x7f0000001000ull + 0x100 * i) | (i % 8),
-                                   .instr = 0x7f0000002000ull + 2 * i};
+                                   .instr = 0x7f0000002000ull + 2 * i,
+                                   .ident = 0x1d0000 + i};
         memcpy(ev->stack + copy + i * sizeof(f), &f, sizeof(f));
     }
     return ev;
@@ -187,6 +202,7 @@ static void test_decode(void **state)
         assert_int_equal(raw[i].instr, 0x7f0000002000ull + 2 * i);
         assert_int_equal(raw[i].owner, owner[i]);
         assert_int_equal(raw[i].is_entry, entry[i]);
+        assert_int_equal(raw[i].ident, 0x1d0000 + i);
     }
     /* Fewer slots than frames: cut, and said so. */
     assert_int_equal(pykernel_decode(ev, len, raw, 3, &trunc), 3);
@@ -215,10 +231,13 @@ static void test_decode(void **state)
 #define NFRAMES  1100
 #define FRAME_SZ 80 /* 3.12 _PyInterpreterFrame up to owner, rounded */
 
+#define CODE_STEP 0x40 /* code objects overlap: only their identity blocks are read */
+
 struct fake {
     uint8_t ts[256];
     uint64_t cframe[2];
     uint8_t frames[NFRAMES][FRAME_SZ];
+    _Alignas(64) uint8_t codes[NFRAMES * CODE_STEP + 256];
 };
 
 struct seen {
@@ -229,6 +248,7 @@ struct seen {
     const struct fake *f;
     unsigned want;     /* frames of an exact chain */
     uint64_t code_tag; /* bits the program clears from the code word */
+    uint16_t id_lo, id_len; /* the layout's code identity block */
 };
 
 static void put64(uint8_t *p, uint64_t v)
@@ -236,11 +256,13 @@ static void put64(uint8_t *p, uint64_t v)
     memcpy(p, &v, 8);
 }
 
-/* Frame i: code 0x...1000 + 0x40 i (aligned), instr, owner 0 except a final shim (owner 3, no
- * code) when `shim`; previous is frame i + 1, or none after `n`. */
+/* Frame i: code at codes + 0x40 i (aligned; every byte of it distinct), instr, owner 0 except a
+ * final shim (owner 3, no code) when `shim`; previous is frame i + 1, or none after `n`. */
 static void build(struct fake *f, unsigned n, bool shim, pid_t tid)
 {
     memset(f, 0, sizeof(*f));
+    for (size_t i = 0; i < sizeof(f->codes); i++)
+        f->codes[i] = (uint8_t)(i * 131 + (i >> 8));
     put64(f->ts + 56, (uint64_t)(uintptr_t)f->cframe);
     put64(f->ts + 144, (uint64_t)tid);
     f->cframe[0] = n ? (uint64_t)(uintptr_t)f->frames[0] : 0;
@@ -248,7 +270,7 @@ static void build(struct fake *f, unsigned n, bool shim, pid_t tid)
         uint8_t *fr = f->frames[i];
         bool last = i + 1 == n;
 
-        put64(fr + 0, last && shim ? 0 : 0x5a0000001000ull + 0x40ull * i);
+        put64(fr + 0, last && shim ? 0 : (uint64_t)(uintptr_t)(f->codes + CODE_STEP * i));
         put64(fr + 8, last ? 0 : (uint64_t)(uintptr_t)f->frames[i + 1]);
         put64(fr + 56, 0x5b0000000000ull + 2ull * i);
         fr[70] = last && shim ? 3 : 0;
@@ -290,6 +312,12 @@ static int on_record(void *ctx, const struct sample_event *ev, size_t len)
         memcpy(&instr, s->f->frames[i] + 56, 8);
         if (raw[i].code != (code & ~s->code_tag) || raw[i].instr != instr ||
             raw[i].owner != s->f->frames[i][70])
+            return 0;
+        /* The identity the kernel folded is the one user space folds from the same bytes. */
+        uint64_t want = 0;
+        if (raw[i].owner < 3)
+            want = sample_py_ident((const uint8_t *)(uintptr_t)raw[i].code + s->id_lo, s->id_len);
+        if (raw[i].ident != want)
             return 0;
     }
     s->exact++;
@@ -349,6 +377,8 @@ static void test_program_reads_chains(void **state)
     assert_int_equal(sampler_open(&smp, &o, on_record, &s, NULL), 0);
     assert_int_equal(sampler_py_frames(smp), SAMPLE_PY_FRAMES_DEFAULT);
     assert_int_equal(pykernel_layout(&in, &L), 0);
+    s.id_lo = L.co_id_lo;
+    s.id_len = L.co_id_len;
     assert_int_equal(sampler_set_py_layout(smp, getpid(), &L), 0);
     assert_int_equal(sampler_add_target(smp, getpid()), 0);
     assert_int_equal(sampler_attach(smp), 0);
@@ -383,6 +413,20 @@ static void test_program_reads_chains(void **state)
      * it itself and counts the loop), never a cap's worth of copies. */
     build(f, 3, false, s.tid);
     put64(f->frames[2] + 8, (uint64_t)(uintptr_t)f->frames[1]);
+    run_phase(smp, &s, 0);
+    assert_int_equal(s.broken, s.n);
+    assert_int_equal(s.captured, 0);
+
+    /* Recursion: frames that run one code object share its identity (read once). */
+    build(f, 5, false, s.tid);
+    for (unsigned i = 1; i < 4; i++)
+        memcpy(f->frames[i], f->frames[0], 8);
+    run_phase(smp, &s, 5);
+    assert_int_equal(s.exact, s.n);
+
+    /* A code object whose identity block cannot be read is not a frame of this instant. */
+    build(f, 4, false, s.tid);
+    put64(f->frames[1] + 0, 0x5a0000001000ull);
     run_phase(smp, &s, 0);
     assert_int_equal(s.broken, s.n);
     assert_int_equal(s.captured, 0);
