@@ -223,7 +223,7 @@ struct py_walk {
     __u64 wend;  /* end of what win holds */
     __u64 mark;  /* frame address saved at each power-of-two step: seeing it again is a loop */
     __u64 last_code, last_ident; /* the previous frame's code object and its ident */
-    __u32 n;     /* frames in scratch */
+    __u32 n;                     /* frames in scratch */
     __u32 flags;
     struct py_scratch *sc;
     struct sample_pylayout L;

@@ -189,7 +189,8 @@ struct sample_pylayout {
 #define SAMPLE_HDR_SIZE 2168
 _Static_assert(sizeof(struct sample_pyframe) == 24, "sample_pyframe layout");
 _Static_assert(sizeof(struct sample_pylayout) == 32, "sample_pylayout layout");
-_Static_assert(SAMPLE_PY_ID_MAX % 8 == 0 && SAMPLE_PY_ID_MAX <= SAMPLE_PY_SLICE_MAX, "identity block fits the slice");
+_Static_assert(SAMPLE_PY_ID_MAX % 8 == 0 && SAMPLE_PY_ID_MAX <= SAMPLE_PY_SLICE_MAX,
+               "identity block fits the slice");
 _Static_assert(SAMPLE_PY_OWNER_MAX < SAMPLE_PY_TAG_ENTRY && SAMPLE_PY_TAG_ENTRY + 2 <= SAMPLE_PY_TAG_MASK,
                "every owner and every 3.11 entry frame has its own tag");
 _Static_assert(sizeof(struct sample_regs) == 72, "sample_regs layout");

@@ -104,7 +104,8 @@ int pykernel_layout(const struct pyrt_layout *in, struct sample_pylayout *out)
     /* The code identity block: whole words, at most what the program folds. */
     out->co_id_lo = (uint16_t)in->co_id_start;
     out->co_id_len = (uint16_t)in->co_id_size;
-    if (in->co_id_size < 8 || in->co_id_size > SAMPLE_PY_ID_MAX || in->co_id_size % 8 || in->co_id_start > 0xfff0)
+    if (in->co_id_size < 8 || in->co_id_size > SAMPLE_PY_ID_MAX || in->co_id_size % 8 ||
+        in->co_id_start > 0xfff0)
         rc = -1;
     return rc ? -ENOTSUP : 0;
 }

@@ -246,8 +246,8 @@ struct seen {
     unsigned n, captured, truncated, stale, broken, unknown, exact;
     unsigned min_count, max_count;
     const struct fake *f;
-    unsigned want;     /* frames of an exact chain */
-    uint64_t code_tag; /* bits the program clears from the code word */
+    unsigned want;          /* frames of an exact chain */
+    uint64_t code_tag;      /* bits the program clears from the code word */
     uint16_t id_lo, id_len; /* the layout's code identity block */
 };
 

@@ -388,7 +388,8 @@ static int raw_chain(pid_t pid, struct pystack *ps, pid_t tid, struct pystack_ra
 static uint64_t code_ident(pid_t pid, const struct pyrt *rt, uint64_t code)
 {
     uint8_t blk[PYRT_CODE_ID_MAX];
-    struct iovec l = {blk, rt->L.co_id_size}, r = {(void *)(uintptr_t)(code + rt->L.co_id_start), rt->L.co_id_size};
+    struct iovec l = {blk, rt->L.co_id_size},
+                 r = {(void *)(uintptr_t)(code + rt->L.co_id_start), rt->L.co_id_size};
     assert_true(rt->L.co_id_size >= 8 && rt->L.co_id_size <= PYRT_CODE_ID_MAX);
     assert_int_equal(process_vm_readv(pid, &l, 1, &r, 1, 0), (ssize_t)rt->L.co_id_size);
     return sample_py_ident(blk, rt->L.co_id_size);
