@@ -108,7 +108,9 @@ struct pystack_stats {
     uint64_t truncated, errors, loops, budget_exhausted, bad_code;
     uint64_t ds_window_frames;            /* frames served by the data-stack window of the batch */
     uint64_t ds_gap_reads, ds_gap_frames; /* data-stack gap reads, and the frames they served */
-    uint64_t ds_torn; /* chains ended at a frame of the current chunk that was no longer live */
+    uint64_t ds_torn;         /* chains ended at a frame of the current chunk that was no longer live, or
+                                 whose leaf had returned by the end of the batch */
+    uint64_t ds_torn_retries; /* torn batches read once more */
 };
 
 /* Attaches to the Python runtime of `pid` (pyrt_attach) and interns frames into `prof`. On
@@ -138,7 +140,7 @@ void pystack_get_stats(const struct pystack *ps, struct pystack_stats *st);
 /* `key: value` lines for --stats: remote_reads, remote_read_bytes, reads_per_sample,
  * batched_attempts, batched_successes, batched_segments_requested, batched_segments_read,
  * <cache>_hit_rate for l1, l2, prediction, code, frame; code_objects; errors; datastack_window_frames,
- * datastack_gap_reads, datastack_gap_frames, datastack_torn. */
+ * datastack_gap_reads, datastack_gap_frames, datastack_torn, datastack_torn_retries. */
 void pystack_print_stats(const struct pystack *ps, FILE *f);
 
 #endif
