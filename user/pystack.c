@@ -582,16 +582,17 @@ static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t 
             s->codes[s->ncodes++] = cur[k];
 }
 
-/* Whether the chain read holds a frame of the current chunk that was no longer live when the
- * batch ended (at or above the top read last): the thread returned from it, and maybe from its
- * callers, while the batch was being copied, so its bytes and the frames they lead to may be of
- * two instants. Only the frames read in the batch itself are judged (later calls read later). */
+/* Whether the stack moved while the batch was copied (the data-stack top read after the frames
+ * is not the one read before them) and the chain holds a frame of the current chunk that was no
+ * longer live by then (at or above the later top): the thread returned from it, maybe from its
+ * callers too, and pushed anew, so its bytes and the frames they lead to may be of two instants.
+ * A leaf above a top that did not move is a frame being popped, its bytes still its own. */
 static bool torn_leaf(const struct pystack *ps, const struct pyds_words *dw, size_t n)
 {
     const struct remote_seg *g = &ps->segs[ps->ds_end_seg];
     const struct pyds_words *e = &ps->ds_end;
 
-    if (!dw || !ps->ds_end_seg || !g->ok || !pyds_valid(e) || e->chunk != dw->chunk)
+    if (!dw || !ps->ds_end_seg || !g->ok || !pyds_valid(e) || e->chunk != dw->chunk || e->top == dw->top)
         return false;
     for (size_t k = 0; k < n; k++) {
         uint64_t a = ps->addrs[k];
