@@ -197,6 +197,8 @@ void pykernel_print_stats(const struct pykernel *pk, FILE *f)
         fprintf(f, "python_kernel_reads_per_sample: %.2f\n",
                 pk->st.samples_in_kernel ? (double)c.py_reads / (double)pk->st.samples_in_kernel : 0.0);
         fprintf(f, "python_kernel_window_misses: %" PRIu64 "\n", c.py_misses);
+        fprintf(f, "python_kernel_ident_reads_per_sample: %.2f\n",
+                pk->st.samples_in_kernel ? (double)c.py_idents / (double)pk->st.samples_in_kernel : 0.0);
     }
 }
 
