@@ -3,7 +3,8 @@
     python3 deep.py deep DEPTH SECONDS   spin at the bottom of DEPTH nested calls of `down`
     python3 deep.py storm SECONDS        recurse until RecursionError, again and again
 
-Prints "deep: ok" / "storm: ok N" (N RecursionErrors) when it ends.
+Prints "deep: ok" / "storm: ok N" (N RecursionErrors) when it ends; storm prints
+"storm: running" first, when its loop starts.
 """
 import sys
 import time
@@ -36,6 +37,7 @@ def main():
     else:
         end = time.monotonic() + float(sys.argv[2])
         errors = 0
+        print("storm: running", flush=True)
         while time.monotonic() < end:
             try:
                 fall(0)
