@@ -31,16 +31,20 @@ not_rooted_deep() {
 elapsed_lt() { awk -v a="$1" -v b="$(date +%s.%N)" -v l="$2" 'BEGIN { exit !(b - a < l) }'; }
 
 # -- a Python target exits in the middle of a run (PID mode) -----------------------------------
-"$PY" "$DEEP" storm 1.5 > "$TMP/exit.out" & tgt=$!
-# attach once the target runs Python code (it says so), however long a loaded machine takes to start it
-check "python target exits mid-run: target started" wait_until 30 grep -q '^storm: running$' "$TMP/exit.out"
+# The target runs on until the sampler says it samples, then for 0.5 s of its own CPU time: a
+# loaded machine can take longer to set the sampler up than a fixed run of the target lasts.
+"$PY" "$DEEP" storm 0.5 "$TMP/go" > "$TMP/exit.out" & tgt=$!
+check "python target exits mid-run: target started" wait_until 30 grep -qs '^storm: running$' "$TMP/exit.out"
 start=$(date +%s.%N)
-timeout 30 "$S" -q -F 499 -d 20 --stats -o "$TMP/exit.folded" "$tgt" 2> "$TMP/exit.err"; rc=$?
+timeout 30 "$S" -F 499 -d 20 --stats -o "$TMP/exit.folded" "$tgt" 2> "$TMP/exit.err" & smp=$!
+check "python target exits mid-run: sampling started" wait_until 30 grep -qs '^pyebpf-sample: sampling PID' "$TMP/exit.err"
+touch "$TMP/go"
+wait "$smp"; rc=$?
 wait "$tgt" 2> /dev/null
 check "python target exits mid-run: exit 0, run ends with it (< 8 s of 20)" \
     bash -c "[ $rc -eq 0 ] && $(declare -f elapsed_lt); elapsed_lt $start 8"
 check "python target exits mid-run: stopped_by: target_exited" grep -q '^stopped_by: target_exited$' "$TMP/exit.err"
-check "python target exits mid-run: Python frames written" grep -q 'fall (.*deep.py:[0-9]*)' "$TMP/exit.folded"
+check "python target exits mid-run: Python frames written ($(stat_of samples "$TMP/exit.err") samples)" grep -q 'fall (.*deep.py:[0-9]*)' "$TMP/exit.folded"
 
 for mode in bpf no-bpf; do
     opt=; [ $mode = no-bpf ] && opt=--no-bpf
