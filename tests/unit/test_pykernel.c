@@ -461,15 +461,19 @@ static void test_program_reads_chains(void **state)
     assert_int_equal(s.captured, 0);
 
     /* Recursion: frames that run one code object share its identity (read once). */
+    f = spare(bufs, &s);
     build(f, 5, false, s.tid);
     for (unsigned i = 1; i < 4; i++)
         memcpy(f->frames[i], f->frames[0], 8);
+    publish(smp, &s, f);
     run_phase(smp, &s, 5);
     assert_int_equal(s.exact, s.n);
 
     /* A code object whose identity block cannot be read is not a frame of this instant. */
+    f = spare(bufs, &s);
     build(f, 4, false, s.tid);
     put64(f->frames[1] + 0, 0x5a0000001000ull);
+    publish(smp, &s, f);
     run_phase(smp, &s, 0);
     assert_int_equal(s.broken, s.n);
     assert_int_equal(s.captured, 0);
