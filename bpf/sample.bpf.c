@@ -255,7 +255,7 @@ static __always_inline __u8 win_u8(const struct py_scratch *sc, __u32 at, __u32 
 static __always_inline int py_ident(struct py_walk *w, __u64 code)
 {
     __u32 len = w->L.co_id_len;
-    __u64 h = 0;
+    __u64 h = 0, qual[2];
 
     if (code == w->last_code)
         return 0;
@@ -267,6 +267,10 @@ static __always_inline int py_ident(struct py_walk *w, __u64 code)
     for (__u32 i = 0; i < SAMPLE_PY_ID_MAX / 8; i++)
         if (i * 8 < len)
             h = sample_py_mix(h, *(const __u64 *)&w->sc->slice[i * 8]);
+    if (bpf_probe_read_user(qual, sizeof(qual),
+                            (void *)(slice_u64(w->sc, w->L.co_id_qualname) + w->L.str_length)))
+        return -1;
+    h = sample_py_mix(sample_py_mix(h, qual[0]), qual[1]);
     w->last_code = code;
     w->last_ident = sample_py_ident_end(h);
     return 0;

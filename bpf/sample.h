@@ -136,8 +136,9 @@ static inline __attribute__((always_inline)) __u64 sample_py_ident_end(__u64 h)
 #ifndef __VMLINUX_H__
 #include <string.h>
 
-/* User space's side of the fold, over a copy of the block (len: a multiple of 8). */
-static inline __u64 sample_py_ident(const void *block, __u32 len)
+/* User space's side of the fold, over a copy of the block (len: a multiple of 8) and the
+ * qualname's length and hash words. */
+static inline __u64 sample_py_ident(const void *block, __u32 len, __u64 qual_length, __u64 qual_hash)
 {
     __u64 h = 0, w;
 
@@ -145,7 +146,8 @@ static inline __u64 sample_py_ident(const void *block, __u32 len)
         memcpy(&w, (const __u8 *)block + i, 8);
         h = sample_py_mix(h, w);
     }
-    return sample_py_ident_end(h);
+    h = sample_py_mix(h, qual_length);
+    return sample_py_ident_end(sample_py_mix(h, qual_hash));
 }
 #endif
 
@@ -165,7 +167,9 @@ static inline __u64 sample_py_ident(const void *block, __u32 len)
  *     code word is and-ed with ~code_tag before it is checked (8-byte aligned, non-zero below
  *     owner 3)
  *   code identity block [co_id_lo, co_id_lo + co_id_len) of each frame's code object: folded
- *     word by word (sample_py_mix) into the frame's ident
+ *     word by word (sample_py_mix) into the frame's ident, then the length and hash words of its
+ *     co_qualname str (pointers alone repeat: 3.11 frees a dead function's name and gives the
+ *     next one the same address; an interned name's hash is its content)
  *
  * Field offsets are bytes from the start of their slice (cf_current_frame: of the _PyCFrame);
  * slices are at most SAMPLE_PY_SLICE_MAX bytes and 8-byte fields lie 8-byte aligned in them.
@@ -175,20 +179,22 @@ struct sample_pylayout {
     __u16 ts_native_thread_id, ts_cframe, cf_current_frame, ts_current_frame;
     __u16 f_lo, f_len;
     __u16 f_code, f_previous, f_instr, f_owner;
-    __u16 f_is_entry; /* SAMPLE_PY_NONE: none (3.12+) */
-    __u8 max_owner;   /* owners above this are not frames: 2 (3.11), 3 (3.12, 3.13, 3.15),
-                         4 (3.14); never above SAMPLE_PY_OWNER_MAX */
-    __u8 code_tag;    /* low bits of the code word to clear first: 0, or 3 for 3.14+'s tagged
-                         _PyStackRef f_executable; never above 7 */
-    __u16 co_id_lo;   /* identity block of a code object: [co_id_lo, co_id_lo + co_id_len), */
-    __u16 co_id_len;  /* 8-aligned, 8 to SAMPLE_PY_ID_MAX bytes */
+    __u16 f_is_entry;     /* SAMPLE_PY_NONE: none (3.12+) */
+    __u8 max_owner;       /* owners above this are not frames: 2 (3.11), 3 (3.12, 3.13, 3.15),
+                             4 (3.14); never above SAMPLE_PY_OWNER_MAX */
+    __u8 code_tag;        /* low bits of the code word to clear first: 0, or 3 for 3.14+'s tagged
+                             _PyStackRef f_executable; never above 7 */
+    __u16 co_id_lo;       /* identity block of a code object: [co_id_lo, co_id_lo + co_id_len), */
+    __u16 co_id_len;      /* 8-aligned, 8 to SAMPLE_PY_ID_MAX bytes */
+    __u16 co_id_qualname; /* co_qualname's offset in that block (8-aligned) */
+    __u16 str_length;     /* offset of a str's length; its hash is the next word */
 };
 
 #define SAMPLE_PY_NONE 0xffff
 
 #define SAMPLE_HDR_SIZE 2168
 _Static_assert(sizeof(struct sample_pyframe) == 24, "sample_pyframe layout");
-_Static_assert(sizeof(struct sample_pylayout) == 32, "sample_pylayout layout");
+_Static_assert(sizeof(struct sample_pylayout) == 36, "sample_pylayout layout");
 _Static_assert(SAMPLE_PY_ID_MAX % 8 == 0 && SAMPLE_PY_ID_MAX <= SAMPLE_PY_SLICE_MAX,
                "identity block fits the slice");
 _Static_assert(SAMPLE_PY_OWNER_MAX < SAMPLE_PY_TAG_ENTRY && SAMPLE_PY_TAG_ENTRY + 2 <= SAMPLE_PY_TAG_MASK,

@@ -241,11 +241,15 @@ static uint64_t hdr_u64(const struct pycode *c, const uint8_t *hdr, uint32_t off
     return v;
 }
 
-/* The identity of a code object from its header (sample.h: the fold the kernel computes). */
-static uint64_t hdr_ident(const struct pycode *c, const uint8_t *hdr)
+/* The identity of a code object from its header and its qualname's length and hash words (`qs`,
+ * read at the str's length): the fold the kernel computes (sample.h). */
+static uint64_t code_ident(const struct pycode *c, const uint8_t *hdr, const uint8_t *qs)
 {
     const struct pyrt_layout *L = &c->rt->L;
-    return sample_py_ident(hdr + (L->co_id_start - L->co_hdr_start), L->co_id_size);
+    uint64_t length, hash;
+    memcpy(&length, qs, 8);
+    memcpy(&hash, qs + 8, 8);
+    return sample_py_ident(hdr + (L->co_id_start - L->co_hdr_start), L->co_id_size, length, hash);
 }
 
 /* Applies a freshly read header to the entry. Returns true when the entry is usable. */
@@ -255,11 +259,6 @@ static bool apply_header(struct pycode *c, struct code_entry *e, const uint8_t *
 
     e->checked = c->sample;
     e->bad = e->gone = false;
-    if (e->ident && hdr_ident(c, hdr) != e->ident) {
-        e->gone = true; /* another object now; this one's names are not to be had */
-        c->st->code_freed++;
-        return false;
-    }
     if (c->rt->code_type && hdr_u64(c, hdr, L->ob_type) != c->rt->code_type) {
         e->bad = true;
         c->st->bad_code++;
@@ -404,6 +403,16 @@ static void fetch(struct pycode *c, struct code_entry **todo, size_t n)
     }
     if (remote_readv(c->r, segs, n * 3, true) < 0)
         goto out;
+    /* An entry filled for a capture's ident: only from the object that had it. Another object at
+     * the address now (its header or its qualname differs), or none: the frame's code was freed. */
+    for (size_t i = 0; i < n; i++) {
+        struct code_entry *e = todo[i];
+        if (e->ident && (!segs[3 * i].ok || code_ident(c, e->hdr, hb[3 * i]) != e->ident)) {
+            e->gone = true;
+            c->st->code_freed++;
+            segs[3 * i].ok = segs[3 * i + 1].ok = segs[3 * i + 2].ok = false;
+        }
+    }
     for (size_t i = 0; i < n; i++) {
         for (int k = 0; k < 2; k++) {
             size_t j = 3 * i + k;
@@ -428,6 +437,8 @@ static void fetch(struct pycode *c, struct code_entry **todo, size_t n)
     for (size_t i = 0; i < n; i++) {
         struct code_entry *e = todo[i];
         uint32_t fl;
+        if (e->gone)
+            continue; /* stays a header: read again if the ident comes back */
         memcpy(&fl, e->hdr + (L->co_firstlineno - L->co_hdr_start), 4);
         e->firstlineno = (int32_t)fl;
         e->qualname = bufs[3 * i] && segs[3 * i].ok ? decode_str(&plans[3 * i], bufs[3 * i]) : NULL;

@@ -104,8 +104,12 @@ int pykernel_layout(const struct pyrt_layout *in, struct sample_pylayout *out)
     /* The code identity block: whole words, at most what the program folds. */
     out->co_id_lo = (uint16_t)in->co_id_start;
     out->co_id_len = (uint16_t)in->co_id_size;
+    out->co_id_qualname = (uint16_t)(in->co_qualname - in->co_id_start);
+    out->str_length = (uint16_t)in->str_length;
     if (in->co_id_size < 8 || in->co_id_size > SAMPLE_PY_ID_MAX || in->co_id_size % 8 ||
-        in->co_id_start > 0xfff0)
+        in->co_id_start > 0xfff0 || in->co_qualname < in->co_id_start ||
+        in->co_qualname + 8 > in->co_id_start + in->co_id_size || in->co_qualname % 8 ||
+        in->str_length > 0xfff0)
         rc = -1;
     return rc ? -ENOTSUP : 0;
 }

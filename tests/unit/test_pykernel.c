@@ -41,7 +41,9 @@ static struct pyrt_layout layout_311(void)
                                 .f_code_mask = ~(uint64_t)0,
                                 .f_owner_max = 2,
                                 .co_id_start = 72,
-                                .co_id_size = 72};
+                                .co_id_size = 72,
+                                .co_qualname = 128,
+                                .str_length = 16};
 }
 
 static struct pyrt_layout layout_312(void)
@@ -59,7 +61,9 @@ static struct pyrt_layout layout_312(void)
                                 .f_code_mask = ~(uint64_t)0,
                                 .f_owner_max = 3,
                                 .co_id_start = 64,
-                                .co_id_size = 80};
+                                .co_id_size = 80,
+                                .co_qualname = 128,
+                                .str_length = 16};
 }
 
 static struct pyrt_layout layout_313(void)
@@ -76,7 +80,9 @@ static struct pyrt_layout layout_313(void)
                                 .f_code_mask = ~(uint64_t)0,
                                 .f_owner_max = 3,
                                 .co_id_start = 64,
-                                .co_id_size = 80};
+                                .co_id_size = 80,
+                                .co_qualname = 128,
+                                .str_length = 16};
 }
 
 /* 3.14: f_executable is a tagged stack reference (low 2 bits), owners 0..4 (4: C stack). */
@@ -243,6 +249,7 @@ struct fake {
     uint64_t cframe[2];
     uint8_t frames[NFRAMES][FRAME_SZ];
     _Alignas(64) uint8_t codes[NFRAMES * CODE_STEP + 256];
+    uint64_t qual[4]; /* the str every code object names as its qualname: refcnt type length hash */
 };
 
 struct seen {
@@ -252,9 +259,9 @@ struct seen {
     unsigned n, captured, truncated, stale, broken, unknown, exact;
     unsigned min_count, max_count;
     const struct fake *f;
-    unsigned want;          /* frames of an exact chain */
-    uint64_t code_tag;      /* bits the program clears from the code word */
-    uint16_t id_lo, id_len; /* the layout's code identity block */
+    unsigned want;                   /* frames of an exact chain */
+    uint64_t code_tag;               /* bits the program clears from the code word */
+    uint16_t id_lo, id_len, id_qual; /* the layout's code identity block, its qualname word */
 };
 
 static void put64(uint8_t *p, uint64_t v)
@@ -269,6 +276,11 @@ static void build(struct fake *f, unsigned n, bool shim, pid_t tid)
     memset(f, 0, sizeof(*f));
     for (size_t i = 0; i < sizeof(f->codes); i++)
         f->codes[i] = (uint8_t)(i * 131 + (i >> 8));
+    /* Every code object's qualname pointer (offset 128, a multiple of CODE_STEP) names one str. */
+    for (size_t i = 0; i + 8 <= sizeof(f->codes); i += CODE_STEP)
+        put64(f->codes + i, (uint64_t)(uintptr_t)f->qual);
+    f->qual[2] = 9;
+    f->qual[3] = 0x1234567890abcdefull;
     put64(f->ts + 56, (uint64_t)(uintptr_t)f->cframe);
     put64(f->ts + 144, (uint64_t)tid);
     f->cframe[0] = n ? (uint64_t)(uintptr_t)f->frames[0] : 0;
@@ -321,8 +333,13 @@ static int on_record(void *ctx, const struct sample_event *ev, size_t len)
             return 0;
         /* The identity the kernel folded is the one user space folds from the same bytes. */
         uint64_t want = 0;
-        if (raw[i].owner < 3)
-            want = sample_py_ident((const uint8_t *)(uintptr_t)raw[i].code + s->id_lo, s->id_len);
+        if (raw[i].owner < 3) {
+            const uint8_t *blk = (const uint8_t *)(uintptr_t)raw[i].code + s->id_lo;
+            uint64_t q;
+            memcpy(&q, blk + s->id_qual, 8);
+            const uint64_t *str = (const uint64_t *)(uintptr_t)q;
+            want = sample_py_ident(blk, s->id_len, str[2], str[3]);
+        }
         if (raw[i].ident != want)
             return 0;
     }
@@ -415,6 +432,7 @@ static void test_program_reads_chains(void **state)
     assert_int_equal(pykernel_layout(&in, &L), 0);
     s.id_lo = L.co_id_lo;
     s.id_len = L.co_id_len;
+    s.id_qual = L.co_id_qualname;
     assert_int_equal(sampler_set_py_layout(smp, getpid(), &L), 0);
     assert_int_equal(sampler_add_target(smp, getpid()), 0);
     assert_int_equal(sampler_attach(smp), 0);
