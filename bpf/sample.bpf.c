@@ -222,7 +222,8 @@ struct py_walk {
     __u64 wbase; /* address of win[0]; 0: nothing in win */
     __u64 wend;  /* end of what win holds */
     __u64 mark;  /* frame address saved at each power-of-two step: seeing it again is a loop */
-    __u32 n;     /* frames in scratch */
+    __u64 last_code, last_ident; /* the previous frame's code object and its ident */
+    __u32 n;                     /* frames in scratch */
     __u32 flags;
     struct py_scratch *sc;
     struct sample_pylayout L;
@@ -243,6 +244,32 @@ static __always_inline __u64 win_u64(const struct py_scratch *sc, __u32 at, __u3
 static __always_inline __u8 win_u8(const struct py_scratch *sc, __u32 at, __u32 off)
 {
     return sc->win[(at + off) & (PY_WINDOW - 1)];
+}
+
+/*
+ * The identity of code object `code` at this instant into w->last_ident: its identity block
+ * (sample.h) folded word by word. The address alone says nothing once user space names the
+ * frame: by then the object may be freed and the address another code object's. A frame that
+ * runs the same code as its callee (recursion) reuses the callee's: both are alive now.
+ */
+static __always_inline int py_ident(struct py_walk *w, __u64 code)
+{
+    __u32 len = w->L.co_id_len;
+    __u64 h = 0;
+
+    if (code == w->last_code)
+        return 0;
+    count(SAMPLE_CNT_PY_IDENTS);
+    if (len < 8 || len > SAMPLE_PY_ID_MAX ||
+        bpf_probe_read_user(w->sc->slice, len, (void *)(code + w->L.co_id_lo)))
+        return -1;
+#pragma unroll
+    for (__u32 i = 0; i < SAMPLE_PY_ID_MAX / 8; i++)
+        if (i * 8 < len)
+            h = sample_py_mix(h, *(const __u64 *)&w->sc->slice[i * 8]);
+    w->last_code = code;
+    w->last_ident = sample_py_ident_end(h);
+    return 0;
 }
 
 /*
@@ -310,8 +337,13 @@ static long py_step(__u64 i, struct py_walk *w)
         return 1;
     }
     tag = entry ? SAMPLE_PY_TAG_ENTRY + owner : owner;
+    if (owner < 3 && py_ident(w, code)) {
+        w->flags |= SAMPLE_PY_BROKEN;
+        return 1;
+    }
     sc->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].code = code | tag;
     sc->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].instr = instr;
+    sc->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].ident = owner < 3 ? w->last_ident : 0;
     w->n++;
     w->addr = win_u64(sc, at, w->L.f_previous);
     /* A chain that loops (forged or torn memory) would fill the cap with copies of itself:

@@ -19,13 +19,18 @@
  *   2168 + stack_len   py[py_count]: Python frames read in the kernel, leaf first
  *                      (stack_len is a multiple of 8, so the chain is 8-byte aligned)
  *
- * One Python frame (struct sample_pyframe, 16 bytes):
+ * One Python frame (struct sample_pyframe, 24 bytes):
  *
  *   0   8   code | tag: PyCodeObject address (8-byte aligned once 3.14+'s stack-reference tag
  *           bits are cleared, so its low three bits are free) with a 3-bit tag:
  *             tag 0..4  _PyInterpreterFrame.owner (3.14 uses 0..4, 3.12/3.13/3.15 0..3)
  *             tag 5..7  a 3.11 frame with is_entry set, owner = tag - 5 (3.11 owners are 0..2)
  *   8   8   instr: prev_instr (3.11, 3.12) or instr_ptr (3.13+)
+ *   16  8   ident: sample_py_ident() of the code object's identity block (co_firstlineno ..
+ *           co_linetable: the counts, the name, qualname, filename and line table pointers) as
+ *           it was at the sample instant; 0 for a shim (no code object). User space names the
+ *           frame only from a cache entry whose header folds to the same value: an address
+ *           freed and reused by another code object since the sample never lends its name.
  *
  * The record is reserved at its largest size (header + configured copy size + configured
  * Python frames); user space reads only the lengths given. Readers use
@@ -51,6 +56,7 @@
     1024                        /* upper bound of that cap (a power of two; the                              \
                                    per-CPU scratch must stay under 32 KiB) */
 #define SAMPLE_PY_SLICE_MAX 128 /* bytes of a frame / thread state read at once */
+#define SAMPLE_PY_ID_MAX    80  /* bytes of a code object's identity block (10 words) */
 
 /* flags */
 #define SAMPLE_F_IN_KERNEL    (1u << 0) /* the sample landed in kernel mode */
@@ -79,6 +85,7 @@ enum sample_counter {
     SAMPLE_CNT_PY_BROKEN,   /* chains given up (read error, invalid frame) */
     SAMPLE_CNT_PY_READS,    /* reads of frame memory (a window or one frame's slice) */
     SAMPLE_CNT_PY_MISSES,   /* window reads that failed (the window crossed a mapping's start) */
+    SAMPLE_CNT_PY_IDENTS,   /* reads of a code object's identity block */
     SAMPLE_CNT_NR,
 };
 
@@ -110,7 +117,37 @@ struct sample_event {
 struct sample_pyframe {
     __u64 code; /* code address | tag (see the diagram above) */
     __u64 instr;
+    __u64 ident; /* sample_py_ident of the code object at the sample instant; 0: none */
 };
+
+/* The fold both sides compute over a code object's identity block (8-byte words, in order): a
+ * multiply-xorshift per word, so that words moved or swapped change the result. Never 0. */
+static inline __attribute__((always_inline)) __u64 sample_py_mix(__u64 h, __u64 w)
+{
+    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 29);
+}
+
+static inline __attribute__((always_inline)) __u64 sample_py_ident_end(__u64 h)
+{
+    return h ? h : 1;
+}
+
+#ifndef __VMLINUX_H__
+#include <string.h>
+
+/* User space's side of the fold, over a copy of the block (len: a multiple of 8). */
+static inline __u64 sample_py_ident(const void *block, __u32 len)
+{
+    __u64 h = 0, w;
+
+    for (__u32 i = 0; i + 8 <= len; i += 8) {
+        memcpy(&w, (const __u8 *)block + i, 8);
+        h = sample_py_mix(h, w);
+    }
+    return sample_py_ident_end(h);
+}
+#endif
 
 #define SAMPLE_PY_TAG_MASK  7ull
 #define SAMPLE_PY_CODE_MASK (~7ull)
@@ -127,6 +164,8 @@ struct sample_pyframe {
  *   frame slice [f_lo, f_lo + f_len) holds code, previous, instr, owner and is_entry; the
  *     code word is and-ed with ~code_tag before it is checked (8-byte aligned, non-zero below
  *     owner 3)
+ *   code identity block [co_id_lo, co_id_lo + co_id_len) of each frame's code object: folded
+ *     word by word (sample_py_mix) into the frame's ident
  *
  * Field offsets are bytes from the start of their slice (cf_current_frame: of the _PyCFrame);
  * slices are at most SAMPLE_PY_SLICE_MAX bytes and 8-byte fields lie 8-byte aligned in them.
@@ -141,13 +180,17 @@ struct sample_pylayout {
                          4 (3.14); never above SAMPLE_PY_OWNER_MAX */
     __u8 code_tag;    /* low bits of the code word to clear first: 0, or 3 for 3.14+'s tagged
                          _PyStackRef f_executable; never above 7 */
+    __u16 co_id_lo;   /* identity block of a code object: [co_id_lo, co_id_lo + co_id_len), */
+    __u16 co_id_len;  /* 8-aligned, 8 to SAMPLE_PY_ID_MAX bytes */
 };
 
 #define SAMPLE_PY_NONE 0xffff
 
 #define SAMPLE_HDR_SIZE 2168
-_Static_assert(sizeof(struct sample_pyframe) == 16, "sample_pyframe layout");
-_Static_assert(sizeof(struct sample_pylayout) == 28, "sample_pylayout layout");
+_Static_assert(sizeof(struct sample_pyframe) == 24, "sample_pyframe layout");
+_Static_assert(sizeof(struct sample_pylayout) == 32, "sample_pylayout layout");
+_Static_assert(SAMPLE_PY_ID_MAX % 8 == 0 && SAMPLE_PY_ID_MAX <= SAMPLE_PY_SLICE_MAX,
+               "identity block fits the slice");
 _Static_assert(SAMPLE_PY_OWNER_MAX < SAMPLE_PY_TAG_ENTRY && SAMPLE_PY_TAG_ENTRY + 2 <= SAMPLE_PY_TAG_MASK,
                "every owner and every 3.11 entry frame has its own tag");
 _Static_assert(sizeof(struct sample_regs) == 72, "sample_regs layout");

@@ -316,11 +316,7 @@ static int open_collector(struct run *r)
         .python_only = o->python_only || o->no_bpf,
         .show_internal = o->show_internal,
         .verbose = o->verbose,
-        /* With in-kernel chains a code object's header re-read would be a sample's only read:
-         * trust a validated one for a second. */
-        .py = {.max_depth = COLLECT_MAX_PY,
-               .exact_reads = o->exact_reads,
-               .code_trust_us = o->no_bpf ? 0 : 1000000},
+        .py = {.max_depth = COLLECT_MAX_PY, .exact_reads = o->exact_reads},
     };
     err = collect_open(&r->collector, &co, &r->prof);
     if (err) {

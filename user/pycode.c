@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "linetable.h"
+#include "sample.h"
 
 #define NAME_MAX_CHARS 1024       /* longer qualnames and filenames are cut */
 #define LINETABLE_MAX  (1u << 20) /* larger tables are refused as absurd */
@@ -15,13 +16,18 @@
 
 enum code_state { CODE_EMPTY = 0, CODE_HEADER, CODE_FILLED };
 
+/* An entry is keyed by (address, ident): ident 0 for frames read remotely (the header is read
+ * again in every sample that uses it), the capture's ident for in-kernel frames (filled once from
+ * a header that folds to it: the same object for as long as it lives, never re-read). */
 struct code_entry {
-    uint64_t addr;       /* 0: free slot */
-    uint64_t checked;    /* sample whose header read validated this entry */
-    uint64_t checked_ns; /* and when */
-    uint32_t id;         /* key for finished frames; new for every fill */
+    uint64_t addr;    /* 0: free slot */
+    uint64_t ident;   /* 0, or the identity the entry was filled for */
+    uint64_t checked; /* sample whose header read validated this entry */
+    uint32_t id;      /* key for finished frames; new for every fill */
     enum code_state state;
-    bool bad; /* header unreadable or not a code object in this sample */
+    bool bad;  /* header unreadable or not a code object in this sample */
+    bool gone; /* the header read in this sample folds to another ident: the object captured
+                  was freed and the address reused before it could be named */
     int32_t firstlineno;
     char *qualname, *filename;
     struct linetable lt;
@@ -39,14 +45,13 @@ struct pycode {
     struct profile *prof;
     struct pystack_stats *st;
     uint64_t sample;
-    uint64_t now_ns, trust_ns; /* entries validated less than trust_ns ago need no re-read */
-    uint64_t distrust_ns;      /* ... unless validated before this (pycode_distrust) */
     uint32_t next_id;
     struct code_entry *codes;
     uint32_t ncodes, codes_cap; /* cap: power of two */
     struct fin_entry *fin;
     uint32_t nfin, fin_cap;
     int64_t unknown_frame; /* "<unreadable>" frame, interned once */
+    int64_t freed_frame;   /* PYSTACK_FREED */
 };
 
 static uint64_t hash64(uint64_t x)
@@ -70,11 +75,16 @@ static void entry_clear(struct code_entry *e)
     e->state = CODE_EMPTY;
 }
 
-static struct code_entry *code_find(const struct pycode *c, uint64_t addr)
+static uint32_t code_hash(uint64_t addr, uint64_t ident)
+{
+    return (uint32_t)hash64(addr ^ ident * 0x9e3779b97f4a7c15ULL);
+}
+
+static struct code_entry *code_find(const struct pycode *c, uint64_t addr, uint64_t ident)
 {
     uint32_t mask = c->codes_cap - 1;
-    for (uint32_t i = (uint32_t)hash64(addr) & mask;; i = (i + 1) & mask) {
-        if (c->codes[i].addr == addr)
+    for (uint32_t i = code_hash(addr, ident) & mask;; i = (i + 1) & mask) {
+        if (c->codes[i].addr == addr && c->codes[i].ident == ident)
             return &c->codes[i];
         if (!c->codes[i].addr)
             return NULL;
@@ -99,7 +109,7 @@ static int codes_grow(struct pycode *c)
     for (uint32_t i = 0; i < c->codes_cap; i++) {
         if (!c->codes[i].addr)
             continue;
-        uint32_t j = (uint32_t)hash64(c->codes[i].addr) & (ncap - 1);
+        uint32_t j = code_hash(c->codes[i].addr, c->codes[i].ident) & (ncap - 1);
         while (n[j].addr)
             j = (j + 1) & (ncap - 1);
         n[j] = c->codes[i];
@@ -110,18 +120,18 @@ static int codes_grow(struct pycode *c)
     return 0;
 }
 
-static struct code_entry *code_get(struct pycode *c, uint64_t addr)
+static struct code_entry *code_get(struct pycode *c, uint64_t addr, uint64_t ident)
 {
-    struct code_entry *e = code_find(c, addr);
+    struct code_entry *e = code_find(c, addr, ident);
     if (e)
         return e;
     if ((c->ncodes + 1) * 2 > c->codes_cap && codes_grow(c) != 0)
         return NULL;
     uint32_t mask = c->codes_cap - 1;
-    uint32_t i = (uint32_t)hash64(addr) & mask;
+    uint32_t i = code_hash(addr, ident) & mask;
     while (c->codes[i].addr)
         i = (i + 1) & mask;
-    c->codes[i] = (struct code_entry){.addr = addr};
+    c->codes[i] = (struct code_entry){.addr = addr, .ident = ident};
     c->ncodes++;
     c->st->code_objects = c->ncodes;
     return &c->codes[i];
@@ -175,7 +185,7 @@ static void fin_insert(struct pycode *c, uint64_t key, uint32_t frame)
 /* -- Lifecycle ----------------------------------------------------------------------------------- */
 
 int pycode_new(struct pycode **out, const struct pyrt *rt, struct remote *r, struct profile *prof,
-               struct pystack_stats *st, uint64_t trust_ns)
+               struct pystack_stats *st)
 {
     struct pycode *c = calloc(1, sizeof(*c));
     if (!c)
@@ -185,13 +195,13 @@ int pycode_new(struct pycode **out, const struct pyrt *rt, struct remote *r, str
     c->prof = prof;
     c->st = st;
     c->next_id = 1;
-    c->trust_ns = trust_ns;
     c->codes_cap = 256;
     c->fin_cap = 1024;
     c->codes = calloc(c->codes_cap, sizeof(*c->codes));
     c->fin = calloc(c->fin_cap, sizeof(*c->fin));
     c->unknown_frame = profile_frame(prof, FRAME_PYTHON, "<unreadable>", NULL, 0);
-    if (!c->codes || !c->fin || c->unknown_frame < 0) {
+    c->freed_frame = profile_frame(prof, FRAME_PYTHON, PYSTACK_FREED, PYSTACK_FREED, 0);
+    if (!c->codes || !c->fin || c->unknown_frame < 0 || c->freed_frame < 0) {
         pycode_free(c);
         return -ENOMEM;
     }
@@ -210,26 +220,16 @@ void pycode_free(struct pycode *c)
     free(c);
 }
 
-void pycode_begin(struct pycode *c, uint64_t now_ns)
+void pycode_begin(struct pycode *c)
 {
     c->sample++;
-    c->now_ns = now_ns;
 }
 
-/* Validated in this sample, or recently enough under the trust window. A bad verdict is never
- * trusted beyond its sample: the address of a code object freed (or caught half set up) is soon
- * that of a new one (imports free module bodies and allocate the next), which would otherwise
- * read as <unreadable> for the whole window. */
+/* Usable in this sample: an entry filled for its capture's ident holds that object's names for
+ * good; one without (a remote read) only when its header was read again in this sample. */
 static bool fresh(const struct pycode *c, const struct code_entry *e)
 {
-    return e->checked == c->sample ||
-           (c->trust_ns && e->checked && !e->bad && c->now_ns - e->checked_ns < c->trust_ns &&
-            e->checked_ns > c->distrust_ns);
-}
-
-void pycode_distrust(struct pycode *c, uint64_t now_ns)
-{
-    c->distrust_ns = now_ns;
+    return e->checked == c->sample || (e->ident && e->state == CODE_FILLED);
 }
 
 /* -- Validation ---------------------------------------------------------------------------------- */
@@ -241,14 +241,25 @@ static uint64_t hdr_u64(const struct pycode *c, const uint8_t *hdr, uint32_t off
     return v;
 }
 
+/* The identity of a code object from its header (sample.h: the fold the kernel computes). */
+static uint64_t hdr_ident(const struct pycode *c, const uint8_t *hdr)
+{
+    const struct pyrt_layout *L = &c->rt->L;
+    return sample_py_ident(hdr + (L->co_id_start - L->co_hdr_start), L->co_id_size);
+}
+
 /* Applies a freshly read header to the entry. Returns true when the entry is usable. */
 static bool apply_header(struct pycode *c, struct code_entry *e, const uint8_t *hdr)
 {
     const struct pyrt_layout *L = &c->rt->L;
 
     e->checked = c->sample;
-    e->checked_ns = c->now_ns;
-    e->bad = false;
+    e->bad = e->gone = false;
+    if (e->ident && hdr_ident(c, hdr) != e->ident) {
+        e->gone = true; /* another object now; this one's names are not to be had */
+        c->st->code_freed++;
+        return false;
+    }
     if (c->rt->code_type && hdr_u64(c, hdr, L->ob_type) != c->rt->code_type) {
         e->bad = true;
         c->st->bad_code++;
@@ -274,14 +285,14 @@ static bool apply_header(struct pycode *c, struct code_entry *e, const uint8_t *
 
 void pycode_header(struct pycode *c, uint64_t addr, const uint8_t *hdr)
 {
-    struct code_entry *e = code_get(c, addr);
+    struct code_entry *e = code_get(c, addr, 0);
     if (e)
         apply_header(c, e, hdr);
 }
 
 bool pycode_checked(const struct pycode *c, uint64_t addr)
 {
-    const struct code_entry *e = code_find(c, addr);
+    const struct code_entry *e = code_find(c, addr, 0);
     return e && fresh(c, e);
 }
 
@@ -463,15 +474,14 @@ static void resolve(struct pycode *c, const struct pystack_raw *raw, size_t n)
         codes_reset(c);
     for (size_t i = 0; i < n; i++)
         if (!(L->minor >= 12 && raw[i].owner >= PYRT_OWNED_BY_CSTACK))
-            code_get(c, raw[i].code);
+            code_get(c, raw[i].code, raw[i].ident);
     for (size_t i = 0; i < n && nneed < FETCH_MAX; i++) {
         if (L->minor >= 12 && raw[i].owner >= PYRT_OWNED_BY_CSTACK)
             continue;
-        struct code_entry *e = code_find(c, raw[i].code);
+        struct code_entry *e = code_find(c, raw[i].code, raw[i].ident);
         if (!e || fresh(c, e))
             continue;
         e->checked = c->sample; /* also dedupes this list */
-        e->checked_ns = c->now_ns;
         need[nneed++] = e;
     }
     if (nneed) {
@@ -485,6 +495,9 @@ static void resolve(struct pycode *c, const struct pystack_raw *raw, size_t n)
         for (size_t i = 0; i < nneed; i++) {
             if (rc >= 0 && segs[i].ok) {
                 apply_header(c, need[i], hdrs + i * L->co_hdr_size);
+            } else if (need[i]->ident) { /* read at the sample instant, unmapped since */
+                need[i]->gone = true;
+                c->st->code_freed++;
             } else {
                 need[i]->bad = true;
                 c->st->bad_code++;
@@ -496,8 +509,8 @@ static void resolve(struct pycode *c, const struct pystack_raw *raw, size_t n)
     struct code_entry *todo[FETCH_MAX];
     size_t ntodo = 0;
     for (size_t i = 0; i < n && ntodo < FETCH_MAX; i++) {
-        struct code_entry *e = code_find(c, raw[i].code);
-        if (!e || e->bad || e->state != CODE_HEADER || !fresh(c, e))
+        struct code_entry *e = code_find(c, raw[i].code, raw[i].ident);
+        if (!e || e->bad || e->gone || e->state != CODE_HEADER || !fresh(c, e))
             continue;
         bool dup = false;
         for (size_t k = 0; k < ntodo && !dup; k++)
@@ -512,8 +525,10 @@ static void resolve(struct pycode *c, const struct pystack_raw *raw, size_t n)
 static uint32_t frame_of(struct pycode *c, const struct pystack_raw *raw)
 {
     const struct pyrt_layout *L = &c->rt->L;
-    struct code_entry *e = code_find(c, raw->code);
+    struct code_entry *e = code_find(c, raw->code, raw->ident);
 
+    if (e && e->gone && e->checked == c->sample)
+        return (uint32_t)c->freed_frame;
     if (!e || e->bad || e->state != CODE_FILLED || !fresh(c, e)) {
         c->st->errors++;
         return (uint32_t)c->unknown_frame;
@@ -549,7 +564,7 @@ int pycode_symbolize(struct pycode *c, const struct pystack_raw *raw, size_t n, 
     for (size_t i = 0; i < n; i++) {
         if (L->minor >= 12 && raw[i].owner >= PYRT_OWNED_BY_CSTACK)
             continue;
-        const struct code_entry *e = code_find(c, raw[i].code);
+        const struct code_entry *e = code_find(c, raw[i].code, raw[i].ident);
         if (!e || e->state != CODE_FILLED)
             c->st->code_misses++;
         else

@@ -101,6 +101,12 @@ int pykernel_layout(const struct pyrt_layout *in, struct sample_pylayout *out)
     out->code_tag = (uint8_t)(~in->f_code_mask & SAMPLE_PY_TAG_MASK);
     if (~in->f_code_mask & ~SAMPLE_PY_TAG_MASK)
         rc = -1;
+    /* The code identity block: whole words, at most what the program folds. */
+    out->co_id_lo = (uint16_t)in->co_id_start;
+    out->co_id_len = (uint16_t)in->co_id_size;
+    if (in->co_id_size < 8 || in->co_id_size > SAMPLE_PY_ID_MAX || in->co_id_size % 8 ||
+        in->co_id_start > 0xfff0)
+        rc = -1;
     return rc ? -ENOTSUP : 0;
 }
 
@@ -131,6 +137,7 @@ int pykernel_decode(const struct sample_event *ev, size_t len, struct pystack_ra
         tag = (uint8_t)(f.code & SAMPLE_PY_TAG_MASK);
         out[i].code = f.code & SAMPLE_PY_CODE_MASK;
         out[i].instr = f.instr;
+        out[i].ident = f.ident;
         out[i].is_entry = tag >= SAMPLE_PY_TAG_ENTRY;
         out[i].owner = (uint8_t)(tag >= SAMPLE_PY_TAG_ENTRY ? tag - SAMPLE_PY_TAG_ENTRY : tag);
     }
@@ -190,6 +197,8 @@ void pykernel_print_stats(const struct pykernel *pk, FILE *f)
         fprintf(f, "python_kernel_reads_per_sample: %.2f\n",
                 pk->st.samples_in_kernel ? (double)c.py_reads / (double)pk->st.samples_in_kernel : 0.0);
         fprintf(f, "python_kernel_window_misses: %" PRIu64 "\n", c.py_misses);
+        fprintf(f, "python_kernel_ident_reads_per_sample: %.2f\n",
+                pk->st.samples_in_kernel ? (double)c.py_idents / (double)pk->st.samples_in_kernel : 0.0);
     }
 }
 
@@ -279,8 +288,8 @@ static bool frames_sound(const struct pykernel *pk, const struct pystack_frame *
         if (f[i].frame >= pk->prof->nframes)
             return false;
         pf = &pk->prof->frames[f[i].frame];
-        if (pf->file &&
-            (!strcmp(pf->file, PYSTACK_REFUSED) || (pf->name && !strcmp(pf->name, PYSTACK_REFUSED))))
+        if (pf->file && (!strcmp(pf->file, PYSTACK_REFUSED) || !strcmp(pf->file, PYSTACK_FREED) ||
+                         (pf->name && !strcmp(pf->name, PYSTACK_REFUSED))))
             continue;
         if (!pf->file || !pf->line)
             return false;
@@ -319,10 +328,7 @@ int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample
                 *in_kernel = true;
             return n;
         }
-        /* A code object freed and its address reused since it was validated would be named as
-         * the old one until its trust ran out: validate every header in the read below. */
         pk->st.rejected++;
-        pystack_distrust(ps);
     }
     pk->st.fallbacks++;
     if (ev->py_flags & SAMPLE_PY_STALE)

@@ -73,7 +73,7 @@ void pykernel_get_stats(const struct pykernel *pk, struct pykernel_stats *st);
  * python_samples_in_kernel, python_kernel_fallbacks, python_threads_in_kernel, python_kernel_stale,
  * python_kernel_broken, python_kernel_truncated, python_kernel_rejected, and the program's
  * python_kernel_reads (user memory reads of the walk), python_kernel_reads_per_sample,
- * python_kernel_window_misses. */
+ * python_kernel_window_misses, python_kernel_ident_reads_per_sample (code identity blocks read). */
 void pykernel_print_stats(const struct pykernel *pk, FILE *f);
 
 #endif

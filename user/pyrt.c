@@ -119,6 +119,15 @@ static void derive_sizes(struct pyrt_layout *L)
     }
     L->co_hdr_start = start;
     L->co_hdr_size = end - start;
+    uint32_t id_lo = L->co_firstlineno & ~7u, id_hi = 0;
+    for (size_t i = 1; i < sizeof(ptrs) / sizeof(ptrs[0]); i++) {
+        id_hi = max_u32(id_hi, ptrs[i] + 8);
+        id_lo = ptrs[i] < id_lo ? ptrs[i] & ~7u : id_lo;
+    }
+    if (id_hi - id_lo > PYRT_CODE_ID_MAX)
+        id_lo = id_hi - PYRT_CODE_ID_MAX;
+    L->co_id_start = id_lo < start ? start : id_lo;
+    L->co_id_size = id_hi - L->co_id_start;
 }
 
 static void derive_sizes(struct pyrt_layout *L);

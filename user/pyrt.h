@@ -56,10 +56,17 @@ struct pyrt_layout {
     /* PyCodeObject */
     uint32_t co_firstlineno, co_filename, co_name, co_qualname, co_linetable, co_code_adaptive;
     uint32_t co_hdr_start, co_hdr_size; /* one read covering ob_type and the fields above */
+    /* The identity block inside that header: co_firstlineno (8-aligned down) up to the end of the
+     * last name/line-table pointer, at most PYRT_CODE_ID_MAX bytes (the top ones when longer).
+     * No field in it changes while the object lives; its words, folded, tell two code objects
+     * at one address apart (pycode, the in-kernel reader). */
+    uint32_t co_id_start, co_id_size;
     /* objects */
     uint32_t ob_type, var_ob_size, bytes_ob_sval;
     uint32_t str_length, str_state, str_ascii_data, str_compact_data;
 };
+
+#define PYRT_CODE_ID_MAX 80
 
 struct pyrt {
     pid_t pid;

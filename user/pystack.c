@@ -76,7 +76,8 @@ struct pystack {
     int ds_on;
     unsigned ds_check_errors; /* chunk headers that could not be read: a few, then off */
     size_t ds_seg, win_seg;   /* segments of the three words and of the window; 0: none */
-    struct pyds_words ds_words;
+    size_t ds_end_seg;        /* the three words again, last in the batch; 0: none */
+    struct pyds_words ds_words, ds_end;
     uint8_t *wbuf, *gbuf;
     struct remote_seg gaps[MAX_GAPS];
     unsigned ngaps;
@@ -313,7 +314,7 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof, const st
     ps->seen_cap = 16;
     while (ps->seen_cap < 2 * d)
         ps->seen_cap *= 2;
-    ps->segs = calloc(d + MAX_PRED_CODES + 4, sizeof(*ps->segs));
+    ps->segs = calloc(d + MAX_PRED_CODES + 5, sizeof(*ps->segs));
     ps->gap = ps->o.exact_reads ? 0 : COALESCE_GAP;
     ps->fbuf = malloc((size_t)d * (FRAME_BUF + ps->gap) + SPEC_WINDOW);
     ps->fseg = calloc(d, sizeof(*ps->fseg));
@@ -330,8 +331,7 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof, const st
         goto fail;
     ps->ds_on = ps->o.exact_reads || !ps->rt.L.ts_datastack ? -1 : 0;
     ds_check_first(ps);
-    if ((rc = pycode_new(&ps->code, &ps->rt, &ps->r, prof, &ps->st, (uint64_t)ps->o.code_trust_us * 1000)) !=
-        0)
+    if ((rc = pycode_new(&ps->code, &ps->rt, &ps->r, prof, &ps->st)) != 0)
         goto fail;
     *out = ps;
     return 0;
@@ -454,6 +454,14 @@ static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8
         lo = a, hi = a + F, in_run = 1;
         ps->fseg[k] = (uint32_t)run;
     }
+    /* The data-stack words once more, right after the frames: iovecs are copied in order, so a
+     * frame of the current chunk at or above this top had been popped by the time its bytes were
+     * read, or just after (torn_leaf). */
+    ps->ds_end_seg = 0;
+    if (ps->ds_seg) {
+        ps->ds_end_seg = n;
+        ps->segs[n++] = REMOTE_SEG(s->tstate + L->ts_datastack, &ps->ds_end, sizeof(ps->ds_end));
+    }
     ps->code_seg0 = n;
     /* Code headers, except those trusted without a re-read (zero-length: no iovec). */
     for (uint32_t k = 0; k < s->ncodes; k++)
@@ -475,7 +483,8 @@ static const uint8_t *seg_at(const struct remote_seg *g, uint64_t addr, uint64_t
 static const uint8_t *in_batch(const struct pystack *ps, uint64_t addr, uint64_t len, int *from)
 {
     const uint8_t *p;
-    for (size_t i = ps->frame_seg0; i < ps->code_seg0; i++)
+    const size_t runs_end = ps->ds_end_seg ? ps->ds_end_seg : ps->code_seg0;
+    for (size_t i = ps->frame_seg0; i < runs_end; i++)
         if ((p = seg_at(&ps->segs[i], addr, len)))
             return *from = 0, p;
     if (ps->win_seg && (p = seg_at(&ps->segs[ps->win_seg], addr, len)))
@@ -573,6 +582,26 @@ static void save_prediction(struct pystack *ps, struct thread_slot *s, uint64_t 
             s->codes[s->ncodes++] = cur[k];
 }
 
+/* Whether the stack moved while the batch was copied (the data-stack top read after the frames
+ * is not the one read before them) and the chain holds a frame of the current chunk that was no
+ * longer live by then (at or above the later top): the thread returned from it, maybe from its
+ * callers too, and pushed anew, so its bytes and the frames they lead to may be of two instants.
+ * A leaf above a top that did not move is a frame being popped, its bytes still its own. */
+static bool torn_leaf(const struct pystack *ps, const struct pyds_words *dw, size_t n)
+{
+    const struct remote_seg *g = &ps->segs[ps->ds_end_seg];
+    const struct pyds_words *e = &ps->ds_end;
+
+    if (!dw || !ps->ds_end_seg || !g->ok || !pyds_valid(e) || e->chunk != dw->chunk || e->top == dw->top)
+        return false;
+    for (size_t k = 0; k < n; k++) {
+        uint64_t a = ps->addrs[k];
+        if (a >= e->chunk && a < e->limit && a + ps->rt.L.f_read_size > e->top)
+            return true;
+    }
+    return false;
+}
+
 /* The gap read for a frame at `addr` in the current chunk (pydstack.h); the frame, or NULL. */
 static const uint8_t *gap_read(struct pystack *ps, const struct pyds_words *w, uint64_t addr)
 {
@@ -603,12 +632,16 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
     const uint64_t calls0 = ps->r.st.calls;
     uint8_t ts[512], one[FRAME_BUF];
     uint64_t cf_top = 0;
-    unsigned fl = 0;
+    unsigned fl;
     size_t nseg = 0;
     int si = -1, rc;
+    bool again = false; /* a torn read is read once more */
 
     ps->st.samples++;
-    pycode_begin(ps->code, now_ns());
+    pycode_begin(ps->code);
+read:
+    fl = 0;
+    cf_top = 0;
     for (int attempt = 0; attempt < 2; attempt++) {
         if ((si = thread_slot(ps, tid)) < 0)
             return si;
@@ -745,6 +778,19 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
         ps->addrs[n++] = addr;
         addr = u64_at(f, L->f_previous);
     }
+    /* Torn: the leaf had returned by the time the batch ended. Read once more from where the
+     * thread is now (the prediction learns it); torn twice, the chain is marked, not trusted. */
+    if (!(fl & PYSTACK_BROKEN) && torn_leaf(ps, dw, n)) {
+        ps->st.ds_torn++;
+        if (!again && ps->r.st.calls - calls0 < ps->o.max_reads) {
+            again = true;
+            ps->st.ds_torn_retries++;
+            save_prediction(ps, s, cframe, n, true, dw);
+            pyds_note(&s->ds, dw);
+            goto read;
+        }
+        fl |= PYSTACK_BROKEN;
+    }
     if (ps->r.st.calls - calls0 == 1 && !(fl & PYSTACK_BROKEN) && n == s->nframes && j == n)
         fl |= PYSTACK_PREDICTED;
     if (fl & PYSTACK_BROKEN)
@@ -759,16 +805,11 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
     return rc;
 }
 
-void pystack_distrust(struct pystack *ps)
-{
-    pycode_distrust(ps->code, now_ns());
-}
-
 int pystack_symbolize(struct pystack *ps, const struct pystack_raw *raw, size_t n, bool truncated,
                       struct pystack_frame *out, size_t max)
 {
     ps->st.samples++;
-    pycode_begin(ps->code, now_ns());
+    pycode_begin(ps->code);
     return pycode_symbolize(ps->code, raw, n, out, max, !truncated);
 }
 
@@ -804,6 +845,7 @@ void pystack_print_stats(const struct pystack *ps, FILE *f)
     fprintf(f, "prediction_hit_rate: %.3f\n", rate(s->pred_hits, s->pred_misses));
     fprintf(f, "code_hit_rate: %.3f\n", rate(s->code_hits, s->code_misses));
     fprintf(f, "code_stale: %" PRIu64 "\n", s->code_stale);
+    fprintf(f, "code_freed: %" PRIu64 "\n", s->code_freed);
     fprintf(f, "code_objects: %" PRIu64 "\n", s->code_objects);
     fprintf(f, "frame_hit_rate: %.3f\n", rate(s->fin_hits, s->fin_misses));
     fprintf(f, "python_truncated: %" PRIu64 "\n", s->truncated);
@@ -815,4 +857,5 @@ void pystack_print_stats(const struct pystack *ps, FILE *f)
     fprintf(f, "datastack_gap_reads: %" PRIu64 "\n", s->ds_gap_reads);
     fprintf(f, "datastack_gap_frames: %" PRIu64 "\n", s->ds_gap_frames);
     fprintf(f, "datastack_torn: %" PRIu64 "\n", s->ds_torn);
+    fprintf(f, "datastack_torn_retries: %" PRIu64 "\n", s->ds_torn_retries);
 }

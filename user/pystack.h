@@ -54,9 +54,6 @@ struct pystack_opts {
     uint32_t refresh_interval_us; /* least time between two walks of the thread list caused
                                      by unknown tids; 0: 10000 */
     bool exact_reads;             /* one iovec per predicted frame, even for neighbours in memory */
-    uint32_t code_trust_us;       /* a code object validated this recently is not re-read; 0: every
-                                     sample re-validates (set it for in-kernel capture, where the
-                                     header re-read would be the only read of a sample) */
 };
 
 /* One Python frame of a sample, leaf first. */
@@ -73,6 +70,9 @@ struct pystack_frame {
  * strings were refused (a forged length, a NUL inside it, a freed str): a result of reading the
  * object, not a frame caught while being set up (that one is named "<unreadable>" with no file). */
 #define PYSTACK_REFUSED "<unreadable>"
+/* Name and file of an in-kernel frame whose code object was freed, and its address given to
+ * another code object, between the sample and its naming: the name it ran under is gone. */
+#define PYSTACK_FREED "<freed code>"
 
 #define PYSTACK_TRUNCATED 0x1u /* depth cap reached; the root side is missing */
 #define PYSTACK_BROKEN    0x2u /* chain ended early: unreadable or invalid frame, loop, budget */
@@ -89,6 +89,9 @@ struct pystack_raw {
     uint64_t instr;   /* prev_instr (3.11/3.12) or instr_ptr (3.13) */
     uint8_t owner;    /* _PyInterpreterFrame.owner */
     uint8_t is_entry; /* 3.11 only */
+    uint64_t ident;   /* the code object's identity at the capture instant (pyrt layout's
+                         co_id block folded as sample_py_ident does); 0: unknown, the header
+                         read at symbolisation is trusted */
 };
 
 struct pystack_stats {
@@ -99,12 +102,15 @@ struct pystack_stats {
     uint64_t pred_hits, pred_misses;             /* frames found in / missing from the predicted read */
     uint64_t steady_samples;                     /* samples served by the predicted read alone */
     uint64_t code_hits, code_misses, code_stale; /* stale: header changed, entry replaced */
+    uint64_t code_freed;                         /* in-kernel frames named PYSTACK_FREED */
     uint64_t code_objects;                       /* entries in the code cache */
     uint64_t fin_hits, fin_misses;               /* (code, offset) → frame cache */
     uint64_t truncated, errors, loops, budget_exhausted, bad_code;
     uint64_t ds_window_frames;            /* frames served by the data-stack window of the batch */
     uint64_t ds_gap_reads, ds_gap_frames; /* data-stack gap reads, and the frames they served */
-    uint64_t ds_torn; /* chains ended at a frame of the current chunk that was no longer live */
+    uint64_t ds_torn;         /* chains ended at a frame of the current chunk that was no longer live, or
+                                 whose leaf had returned by the end of the batch */
+    uint64_t ds_torn_retries; /* torn batches read once more */
 };
 
 /* Attaches to the Python runtime of `pid` (pyrt_attach) and interns frames into `prof`. On
@@ -124,10 +130,6 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
 int pystack_symbolize(struct pystack *ps, const struct pystack_raw *raw, size_t n, bool truncated,
                       struct pystack_frame *out, size_t max);
 
-/* Ends the trust window (code_trust_us) of every code object validated so far: the next sample
- * re-reads their headers. For a caller that saw a frame named wrongly (an address reused). */
-void pystack_distrust(struct pystack *ps);
-
 /* The thread state of `tid` (for the in-kernel reader), from the caches. */
 int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate);
 
@@ -138,7 +140,7 @@ void pystack_get_stats(const struct pystack *ps, struct pystack_stats *st);
 /* `key: value` lines for --stats: remote_reads, remote_read_bytes, reads_per_sample,
  * batched_attempts, batched_successes, batched_segments_requested, batched_segments_read,
  * <cache>_hit_rate for l1, l2, prediction, code, frame; code_objects; errors; datastack_window_frames,
- * datastack_gap_reads, datastack_gap_frames, datastack_torn. */
+ * datastack_gap_reads, datastack_gap_frames, datastack_torn, datastack_torn_retries. */
 void pystack_print_stats(const struct pystack *ps, FILE *f);
 
 #endif

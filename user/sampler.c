@@ -387,6 +387,7 @@ int sampler_counters(struct sampler *s, struct sampler_counters *out)
     out->py_broken = sums[SAMPLE_CNT_PY_BROKEN];
     out->py_reads = sums[SAMPLE_CNT_PY_READS];
     out->py_misses = sums[SAMPLE_CNT_PY_MISSES];
+    out->py_idents = sums[SAMPLE_CNT_PY_IDENTS];
     out->prog_runs = out->prog_time_ns = 0;
     if (s->stats_fd >= 0) {
         struct bpf_prog_info info = {0};

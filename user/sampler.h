@@ -54,6 +54,7 @@ struct sampler_counters {
     uint64_t py_broken;    /* in-kernel chains given up (read error, invalid frame) */
     uint64_t py_reads;     /* reads of frame memory by the in-kernel walk (windows, slices) */
     uint64_t py_misses;    /* windows that started below their mapping (read again shorter) */
+    uint64_t py_idents;    /* code objects' identity blocks read by the walk */
     uint64_t prog_runs;    /* program runs, every tick of every CPU (prog_stats) */
     uint64_t prog_time_ns; /* their total run time (prog_stats) */
 };

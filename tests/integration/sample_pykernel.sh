@@ -66,8 +66,10 @@ steady() {
     inkernel=$(stat_of "$f.stats" python_samples_in_kernel)
     frames=$(stat_of "$f.stats" python_frames_in_kernel)
     reads=$(stat_of "$f.stats" remote_reads)
+    # awk reads a '>' in a print statement's arguments as an output redirection unless it is
+    # parenthesised: the ratio is computed in an assignment, where '>' can only compare.
     rps=$(awk -v r="$reads" -v r1="${r1:-0}" -v s="$samples" -v s1="${s1:-0}" \
-        'BEGIN { printf "%.4f", (s > s1) ? (r - r1) / (s - s1) : 99 }')
+        'BEGIN { v = s > s1 ? (r - r1) / (s - s1) : 99; printf "%.4f", v }')
     chain=$(sum "$f.folded" '^<module> \([^;]*work.py:14\);main \([^;]*:13\);outer \([^;]*:11\);middle \([^;]*:8\);inner \([^;]*:[45]\) ')
     echo "# $name: samples=$samples in_kernel=$inkernel frames_in_kernel=$frames remote_reads=$reads" \
         "(1 s run: $r1 for $s1 samples) steady_reads_per_sample=$rps chain=$chain bpf_ns_per_sample=$(stat_of "$f.stats" bpf_ns_per_sample)"

@@ -2,7 +2,12 @@
  * 3.15 converted for the program, records decoded (every owner / entry tag), and (as root) the
  * real program reading synthetic frame chains built in this process: exact frames, the cap and
  * its flag, a looping chain, an invalid frame, 3.14's tagged code words and owners 3 and 4, and a
- * thread state that names another thread. */
+ * thread state that names another thread.
+ *
+ * The thread state the program reads is never rewritten while it is sampled: each chain is built
+ * in the buffer not in use and then published with one map update. A sample that met a
+ * half-written thread state would find it naming no thread and drop the thread as stale, and
+ * every later record would come back unknown. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,7 +39,9 @@ static struct pyrt_layout layout_311(void)
                                 .f_owner = 69,
                                 .f_is_entry = 68,
                                 .f_code_mask = ~(uint64_t)0,
-                                .f_owner_max = 2};
+                                .f_owner_max = 2,
+                                .co_id_start = 72,
+                                .co_id_size = 72};
 }
 
 static struct pyrt_layout layout_312(void)
@@ -50,7 +57,9 @@ static struct pyrt_layout layout_312(void)
                                 .f_owner = 70,
                                 .f_is_entry = -1,
                                 .f_code_mask = ~(uint64_t)0,
-                                .f_owner_max = 3};
+                                .f_owner_max = 3,
+                                .co_id_start = 64,
+                                .co_id_size = 80};
 }
 
 static struct pyrt_layout layout_313(void)
@@ -65,7 +74,9 @@ static struct pyrt_layout layout_313(void)
                                 .f_owner = 70,
                                 .f_is_entry = -1,
                                 .f_code_mask = ~(uint64_t)0,
-                                .f_owner_max = 3};
+                                .f_owner_max = 3,
+                                .co_id_start = 64,
+                                .co_id_size = 80};
 }
 
 /* 3.14: f_executable is a tagged stack reference (low 2 bits), owners 0..4 (4: C stack). */
@@ -100,6 +111,8 @@ static void test_layouts(void **state)
     assert_int_equal(L.f_owner, 37);
     assert_int_equal(L.max_owner, 2);
     assert_int_equal(L.code_tag, 0);
+    assert_int_equal(L.co_id_lo, 72);
+    assert_int_equal(L.co_id_len, 72);
 
     in = layout_312();
     assert_int_equal(pykernel_layout(&in, &L), 0);
@@ -149,6 +162,12 @@ static void test_layouts(void **state)
     in = layout_313();
     in.f_previous = 12;
     assert_int_equal(pykernel_layout(&in, &L), -ENOTSUP);
+    /* A code identity block the program does not fold whole: refused. */
+    in = layout_313();
+    in.co_id_size = SAMPLE_PY_ID_MAX + 8;
+    assert_int_equal(pykernel_layout(&in, &L), -ENOTSUP);
+    in.co_id_size = 12;
+    assert_int_equal(pykernel_layout(&in, &L), -ENOTSUP);
 }
 
 /* A record with `n` frames after a stack copy of `copy` bytes. */
@@ -165,7 +184,8 @@ static struct sample_event *record(size_t copy, size_t n, uint16_t flags, size_t
     memset(ev->stack, 0xab, copy);
     for (size_t i = 0; i < n; i++) {
         struct sample_pyframe f = {.code = (0x7f0000001000ull + 0x100 * i) | (i % 8),
-                                   .instr = 0x7f0000002000ull + 2 * i};
+                                   .instr = 0x7f0000002000ull + 2 * i,
+                                   .ident = 0x1d0000 + i};
         memcpy(ev->stack + copy + i * sizeof(f), &f, sizeof(f));
     }
     return ev;
@@ -187,6 +207,7 @@ static void test_decode(void **state)
         assert_int_equal(raw[i].instr, 0x7f0000002000ull + 2 * i);
         assert_int_equal(raw[i].owner, owner[i]);
         assert_int_equal(raw[i].is_entry, entry[i]);
+        assert_int_equal(raw[i].ident, 0x1d0000 + i);
     }
     /* Fewer slots than frames: cut, and said so. */
     assert_int_equal(pykernel_decode(ev, len, raw, 3, &trunc), 3);
@@ -215,20 +236,25 @@ static void test_decode(void **state)
 #define NFRAMES  1100
 #define FRAME_SZ 80 /* 3.12 _PyInterpreterFrame up to owner, rounded */
 
+#define CODE_STEP 0x40 /* code objects overlap: only their identity blocks are read */
+
 struct fake {
     uint8_t ts[256];
     uint64_t cframe[2];
     uint8_t frames[NFRAMES][FRAME_SZ];
+    _Alignas(64) uint8_t codes[NFRAMES * CODE_STEP + 256];
 };
 
 struct seen {
-    int phase; /* records are counted only while set */
+    int phase;            /* records are counted only while set */
+    unsigned min_records; /* a phase samples until it has seen this many records */
     pid_t tid;
     unsigned n, captured, truncated, stale, broken, unknown, exact;
     unsigned min_count, max_count;
     const struct fake *f;
-    unsigned want;     /* frames of an exact chain */
-    uint64_t code_tag; /* bits the program clears from the code word */
+    unsigned want;          /* frames of an exact chain */
+    uint64_t code_tag;      /* bits the program clears from the code word */
+    uint16_t id_lo, id_len; /* the layout's code identity block */
 };
 
 static void put64(uint8_t *p, uint64_t v)
@@ -236,11 +262,13 @@ static void put64(uint8_t *p, uint64_t v)
     memcpy(p, &v, 8);
 }
 
-/* Frame i: code 0x...1000 + 0x40 i (aligned), instr, owner 0 except a final shim (owner 3, no
- * code) when `shim`; previous is frame i + 1, or none after `n`. */
+/* Frame i: code at codes + 0x40 i (aligned; every byte of it distinct), instr, owner 0 except a
+ * final shim (owner 3, no code) when `shim`; previous is frame i + 1, or none after `n`. */
 static void build(struct fake *f, unsigned n, bool shim, pid_t tid)
 {
     memset(f, 0, sizeof(*f));
+    for (size_t i = 0; i < sizeof(f->codes); i++)
+        f->codes[i] = (uint8_t)(i * 131 + (i >> 8));
     put64(f->ts + 56, (uint64_t)(uintptr_t)f->cframe);
     put64(f->ts + 144, (uint64_t)tid);
     f->cframe[0] = n ? (uint64_t)(uintptr_t)f->frames[0] : 0;
@@ -248,7 +276,7 @@ static void build(struct fake *f, unsigned n, bool shim, pid_t tid)
         uint8_t *fr = f->frames[i];
         bool last = i + 1 == n;
 
-        put64(fr + 0, last && shim ? 0 : 0x5a0000001000ull + 0x40ull * i);
+        put64(fr + 0, last && shim ? 0 : (uint64_t)(uintptr_t)(f->codes + CODE_STEP * i));
         put64(fr + 8, last ? 0 : (uint64_t)(uintptr_t)f->frames[i + 1]);
         put64(fr + 56, 0x5b0000000000ull + 2ull * i);
         fr[70] = last && shim ? 3 : 0;
@@ -291,35 +319,55 @@ static int on_record(void *ctx, const struct sample_event *ev, size_t len)
         if (raw[i].code != (code & ~s->code_tag) || raw[i].instr != instr ||
             raw[i].owner != s->f->frames[i][70])
             return 0;
+        /* The identity the kernel folded is the one user space folds from the same bytes. */
+        uint64_t want = 0;
+        if (raw[i].owner < 3)
+            want = sample_py_ident((const uint8_t *)(uintptr_t)raw[i].code + s->id_lo, s->id_len);
+        if (raw[i].ident != want)
+            return 0;
     }
     s->exact++;
     return 0;
 }
 
-static void burn(double seconds)
+static double seconds(clockid_t clock)
 {
-    struct timespec a, b;
-    volatile uint64_t x = 1;
+    struct timespec t;
 
-    clock_gettime(CLOCK_MONOTONIC, &a);
+    clock_gettime(clock, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Runs on the CPU for `cpu` seconds of this thread's own time: the cpu-clock event samples a
+ * thread only while it runs, so on a loaded machine wall time says nothing of the samples. */
+static void burn(double cpu)
+{
+    volatile uint64_t x = 1;
+    double end = seconds(CLOCK_THREAD_CPUTIME_ID) + cpu;
+
     do {
         for (int i = 0; i < 100000; i++)
             x = x * 6364136223846793005ull + 1;
-        clock_gettime(CLOCK_MONOTONIC, &b);
-    } while ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9 < seconds);
+    } while (seconds(CLOCK_THREAD_CPUTIME_ID) < end);
 }
 
-/* Samples this thread for a while with the chain as it is now; counts into a fresh s. */
+#define PHASE_RECORDS  200  /* records a phase waits for (about 0.2 s of CPU at 997 Hz) */
+#define PHASE_DEADLINE 60.0 /* wall seconds before a phase that has not got them fails */
+
+/* Samples this thread with the chain as it is now until s->min_records of its records came;
+ * counts into a fresh s. */
 static void run_phase(struct sampler *smp, struct seen *s, unsigned want)
 {
+    double deadline = seconds(CLOCK_MONOTONIC) + PHASE_DEADLINE;
+
     assert_true(sampler_poll(smp) >= 0); /* records of the set-up, not counted */
     s->n = s->captured = s->truncated = s->stale = s->broken = s->unknown = s->exact = 0;
     s->min_count = UINT32_MAX;
     s->max_count = 0;
     s->want = want;
     s->phase = 1;
-    for (int i = 0; i < 8; i++) {
-        burn(0.04);
+    while (s->n < s->min_records && seconds(CLOCK_MONOTONIC) < deadline) {
+        burn(0.02);
         assert_true(sampler_poll(smp) >= 0);
     }
     s->phase = 0;
@@ -327,7 +375,21 @@ static void run_phase(struct sampler *smp, struct seen *s, unsigned want)
         "# records %u: captured %u truncated %u stale %u broken %u unknown %u exact %u, frames %u-%u\n", s->n,
         s->captured, s->truncated, s->stale, s->broken, s->unknown, s->exact,
         s->min_count == UINT32_MAX ? 0 : s->min_count, s->max_count);
-    assert_true(s->n >= 5);
+    if (s->n < s->min_records)
+        fail_msg("%u records of this thread in %.0f s, %u wanted", s->n, PHASE_DEADLINE, s->min_records);
+}
+
+/* The chain buffer not in use, to build the next chain in. */
+static struct fake *spare(struct fake *bufs[2], const struct seen *s)
+{
+    return s->f == bufs[0] ? bufs[1] : bufs[0];
+}
+
+/* Makes `f` the thread state the program reads for this thread, in one map update. */
+static void publish(struct sampler *smp, struct seen *s, struct fake *f)
+{
+    assert_int_equal(sampler_set_py_thread(smp, s->tid, (uint64_t)(uintptr_t)f->ts), 0);
+    s->f = f;
 }
 
 static void test_program_reads_chains(void **state)
@@ -336,19 +398,23 @@ static void test_program_reads_chains(void **state)
     struct pyrt_layout in = layout_312();
     struct sample_pylayout L;
     struct sampler_counters c;
-    struct seen s = {0};
+    struct seen s = {.min_records = PHASE_RECORDS};
     struct sampler *smp;
-    struct fake *f;
+    struct fake *bufs[2], *f;
+    uint64_t stale_before;
 
     if (geteuid() != 0)
         skip();
-    f = calloc(1, sizeof(*f));
-    assert_non_null(f);
+    bufs[0] = calloc(1, sizeof(*bufs[0]));
+    bufs[1] = calloc(1, sizeof(*bufs[1]));
+    assert_non_null(bufs[0]);
+    assert_non_null(bufs[1]);
     s.tid = (pid_t)syscall(SYS_gettid);
-    s.f = f;
     assert_int_equal(sampler_open(&smp, &o, on_record, &s, NULL), 0);
     assert_int_equal(sampler_py_frames(smp), SAMPLE_PY_FRAMES_DEFAULT);
     assert_int_equal(pykernel_layout(&in, &L), 0);
+    s.id_lo = L.co_id_lo;
+    s.id_len = L.co_id_len;
     assert_int_equal(sampler_set_py_layout(smp, getpid(), &L), 0);
     assert_int_equal(sampler_add_target(smp, getpid()), 0);
     assert_int_equal(sampler_attach(smp), 0);
@@ -358,21 +424,26 @@ static void test_program_reads_chains(void **state)
     assert_int_equal(s.unknown, s.n);
 
     /* Five frames ending in a C-stack shim: every record carries exactly them. */
+    f = spare(bufs, &s);
     build(f, 5, true, s.tid);
-    assert_int_equal(sampler_set_py_thread(smp, s.tid, (uint64_t)(uintptr_t)f->ts), 0);
+    publish(smp, &s, f);
     run_phase(smp, &s, 5);
     assert_int_equal(s.captured, s.n);
     assert_int_equal(s.exact, s.n);
     assert_int_equal(s.truncated, 0);
 
     /* 1000 frames: all of them (the cap is 1024). */
+    f = spare(bufs, &s);
     build(f, 1000, false, s.tid);
+    publish(smp, &s, f);
     run_phase(smp, &s, 1000);
     assert_int_equal(s.exact, s.n);
     assert_int_equal(s.truncated, 0);
 
     /* 1100 frames: cut at the cap, flagged. */
+    f = spare(bufs, &s);
     build(f, NFRAMES, false, s.tid);
+    publish(smp, &s, f);
     run_phase(smp, &s, SAMPLE_PY_FRAMES_DEFAULT);
     assert_int_equal(s.captured, s.n);
     assert_int_equal(s.truncated, s.n);
@@ -381,15 +452,37 @@ static void test_program_reads_chains(void **state)
 
     /* A chain that loops back: the kernel's cycle check gives it up (user space then reads
      * it itself and counts the loop), never a cap's worth of copies. */
+    f = spare(bufs, &s);
     build(f, 3, false, s.tid);
     put64(f->frames[2] + 8, (uint64_t)(uintptr_t)f->frames[1]);
+    publish(smp, &s, f);
+    run_phase(smp, &s, 0);
+    assert_int_equal(s.broken, s.n);
+    assert_int_equal(s.captured, 0);
+
+    /* Recursion: frames that run one code object share its identity (read once). */
+    f = spare(bufs, &s);
+    build(f, 5, false, s.tid);
+    for (unsigned i = 1; i < 4; i++)
+        memcpy(f->frames[i], f->frames[0], 8);
+    publish(smp, &s, f);
+    run_phase(smp, &s, 5);
+    assert_int_equal(s.exact, s.n);
+
+    /* A code object whose identity block cannot be read is not a frame of this instant. */
+    f = spare(bufs, &s);
+    build(f, 4, false, s.tid);
+    put64(f->frames[1] + 0, 0x5a0000001000ull);
+    publish(smp, &s, f);
     run_phase(smp, &s, 0);
     assert_int_equal(s.broken, s.n);
     assert_int_equal(s.captured, 0);
 
     /* An owner no version has: the chain is given up, not half-delivered. */
+    f = spare(bufs, &s);
     build(f, 4, false, s.tid);
     f->frames[2][70] = 7;
+    publish(smp, &s, f);
     run_phase(smp, &s, 0);
     assert_int_equal(s.broken, s.n);
     assert_int_equal(s.captured, 0);
@@ -401,11 +494,13 @@ static void test_program_reads_chains(void **state)
     in.f_owner_max = layout_314().f_owner_max;
     assert_int_equal(pykernel_layout(&in, &L), 0);
     assert_int_equal(sampler_set_py_layout(smp, getpid(), &L), 0);
+    f = spare(bufs, &s);
     build(f, 6, true, s.tid);
     for (unsigned i = 0; i < 5; i++)
         f->frames[i][0] |= (uint8_t)(i % 4); /* stack-reference tag bits */
     f->frames[1][70] = 3;
     f->frames[5][70] = 4;
+    publish(smp, &s, f);
     s.code_tag = 3;
     run_phase(smp, &s, 6);
     assert_int_equal(s.captured, s.n);
@@ -419,21 +514,29 @@ static void test_program_reads_chains(void **state)
     assert_int_equal(s.broken, s.n);
     assert_int_equal(s.captured, 0);
 
-    /* The thread state names another thread: stale once, then the entry is gone. */
+    /* The thread state names another thread: stale once, then the entry is gone. The stale
+     * record may come before the phase counts records, so the counter tells "once". */
+    assert_int_equal(sampler_counters(smp, &c), 0);
+    stale_before = c.py_stale;
+    f = spare(bufs, &s);
     build(f, 4, false, s.tid + 1);
+    publish(smp, &s, f);
     run_phase(smp, &s, 0);
-    assert_true(s.stale >= 1);
     assert_int_equal(s.stale + s.unknown, s.n);
     assert_int_equal(s.captured, 0);
+    assert_true(s.stale <= 1);
     run_phase(smp, &s, 0);
     assert_int_equal(s.unknown, s.n);
+    assert_int_equal(sampler_counters(smp, &c), 0);
+    assert_int_equal(c.py_stale - stale_before, 1);
 
     assert_int_equal(sampler_counters(smp, &c), 0);
     assert_true(c.py_frames > 0);
     assert_true(c.py_stale >= 1);
     assert_true(c.py_broken >= 1);
     sampler_close(smp);
-    free(f);
+    free(bufs[0]);
+    free(bufs[1]);
 }
 
 int main(void)

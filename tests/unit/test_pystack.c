@@ -28,6 +28,7 @@
 #include "profile.h"
 #include "pystack.h"
 #include "pytargets.h"
+#include "sample.h"
 
 /* -- Target processes ------------------------------------------------------------------------- */
 
@@ -198,6 +199,7 @@ static bool have(void **state)
 /* -- Tests ------------------------------------------------------------------------------------- */
 
 static int raw_chain(pid_t pid, struct pystack *ps, pid_t tid, struct pystack_raw *raw, int max);
+static uint64_t code_ident(pid_t pid, const struct pyrt *rt, uint64_t code);
 static double ms_since(const struct timespec *t0);
 
 /* main → outer → middle → inner, blocked and spinning; one call per steady sample. */
@@ -249,20 +251,18 @@ static void chain(void **state)
                 assert_int_equal(sym[i].frame, fr[i].frame);
                 assert_int_equal(sym[i].entry, fr[i].entry);
             }
-            /* With a trust window, symbolising cached code objects reads nothing. */
-            struct profile p2;
-            struct pystack *ps2 = NULL;
-            struct pystack_opts o2 = {.code_trust_us = 60000000};
-            char err[256];
-            assert_int_equal(profile_init(&p2), 0);
-            assert_int_equal(pystack_open(&ps2, t->pid, &p2, &o2, err, sizeof(err)), 0);
-            assert_int_equal(pystack_symbolize(ps2, raw, (size_t)nraw, false, sym, 64), n);
-            before = *pystack_remote_stats(ps2);
-            for (int i = 0; i < 10; i++)
-                assert_int_equal(pystack_symbolize(ps2, raw, (size_t)nraw, false, sym, 64), n);
-            assert_int_equal(pystack_remote_stats(ps2)->calls, before.calls);
-            pystack_close(ps2);
-            profile_free(&p2);
+            /* With the idents the kernel captures, symbolising cached code objects reads nothing:
+             * the first call fills each (address, ident) entry, the next ones read no memory. */
+            for (int i = 0; i < nraw; i++)
+                raw[i].ident = code_ident(t->pid, pystack_runtime(ps), raw[i].code);
+            assert_int_equal(pystack_symbolize(ps, raw, (size_t)nraw, false, sym, 64), n);
+            before = *pystack_remote_stats(ps);
+            for (int k = 0; k < 10; k++) {
+                assert_int_equal(pystack_symbolize(ps, raw, (size_t)nraw, false, sym, 64), n);
+                for (int i = 0; i < n; i++)
+                    assert_int_equal(sym[i].frame, fr[i].frame);
+            }
+            assert_int_equal(pystack_remote_stats(ps)->calls, before.calls);
         }
         struct pystack_stats st;
         pystack_get_stats(ps, &st);
@@ -379,8 +379,20 @@ static int raw_chain(pid_t pid, struct pystack *ps, pid_t tid, struct pystack_ra
         raw[n].instr = rd64(pid, f + L->f_instr);
         raw[n].owner = rd8(pid, f + L->f_owner);
         raw[n].is_entry = L->f_is_entry >= 0 ? rd8(pid, f + (uint64_t)L->f_is_entry) : 0;
+        raw[n].ident = 0;
     }
     return n;
+}
+
+/* What the in-kernel reader puts beside a frame: its code object's identity block, folded. */
+static uint64_t code_ident(pid_t pid, const struct pyrt *rt, uint64_t code)
+{
+    uint8_t blk[PYRT_CODE_ID_MAX];
+    struct iovec l = {blk, rt->L.co_id_size},
+                 r = {(void *)(uintptr_t)(code + rt->L.co_id_start), rt->L.co_id_size};
+    assert_true(rt->L.co_id_size >= 8 && rt->L.co_id_size <= PYRT_CODE_ID_MAX);
+    assert_int_equal(process_vm_readv(pid, &l, 1, &r, 1, 0), (ssize_t)rt->L.co_id_size);
+    return sample_py_ident(blk, rt->L.co_id_size);
 }
 
 static double ms_since(const struct timespec *t0)
@@ -534,6 +546,42 @@ static void forged(void **state)
     assert_int_equal(st.code_stale, 1);
     assert_true(st.loops >= 3 && st.budget_exhausted >= 1 && st.bad_code >= 3 && st.errors > 6);
     pystack_print_stats(ps, stderr);
+
+    /* A frame captured in the kernel names the object it ran, not the one at its address now:
+     * once filled, an (address, ident) entry is read no more; another object at the address (a
+     * new qualname) makes the old ident's frame "<freed code>", and the new ident gets the new
+     * name. */
+    struct pystack_raw kr = {.code = code, .instr = code + L->co_code_adaptive};
+    struct pystack_frame kf[2];
+    kr.ident = code_ident(pid, rt, code);
+    assert_int_equal(pystack_symbolize(ps, &kr, 1, false, kf, 2), 1);
+    assert_string_equal(prof.frames[kf[0].frame].name, "renamed");
+    uint64_t calls = pystack_remote_stats(ps)->calls;
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(pystack_symbolize(ps, &kr, 1, false, kf, 2), 1);
+        assert_string_equal(prof.frames[kf[0].frame].name, "renamed");
+    }
+    assert_int_equal(pystack_remote_stats(ps)->calls, calls);
+    w64(pid, code + L->co_qualname, good_str);
+    w64(pid, code + L->co_linetable, huge_bytes);
+    struct pystack_raw knew = kr;
+    knew.ident = code_ident(pid, rt, code);
+    assert_true(knew.ident != kr.ident);
+    assert_int_equal(pystack_symbolize(ps, &knew, 1, false, kf, 2), 1);
+    assert_string_equal(prof.frames[kf[0].frame].name, "loopy");
+    kr.code = code;
+    struct pystack_raw both[2] = {kr, knew};
+    /* Entries are per (address, ident): the old one still names what ran; an ident never seen
+     * whose header no longer folds to it is freed code. */
+    assert_int_equal(pystack_symbolize(ps, both, 2, false, kf, 2), 2);
+    assert_string_equal(prof.frames[kf[0].frame].name, "renamed");
+    assert_string_equal(prof.frames[kf[1].frame].name, "loopy");
+    struct pystack_raw ghost = kr;
+    ghost.ident ^= 0x5555;
+    assert_int_equal(pystack_symbolize(ps, &ghost, 1, false, kf, 2), 1);
+    assert_string_equal(prof.frames[kf[0].frame].name, PYSTACK_FREED);
+    pystack_get_stats(ps, &st);
+    assert_int_equal(st.code_freed, 1);
 
     /* The real thread still reads fine, and the target still runs. */
     w64(pid, last + L->ts_next, 0);
