@@ -2,6 +2,7 @@
 #   pass NAME | fail NAME WHY | skip NAME WHY
 #   need_root / need_cmd CMD / need_file F  -> print a skip for the whole script and exit 0
 #   wait_until SECONDS CMD...                -> wait for a condition, never a fixed time
+#   test_pythons                             -> the interpreters to run on, one per line
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 BUILD=${BUILD:-build}
