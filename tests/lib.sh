@@ -2,6 +2,7 @@
 #   pass NAME | fail NAME WHY | skip NAME WHY
 #   need_root / need_cmd CMD / need_file F  -> print a skip for the whole script and exit 0
 #   wait_until SECONDS CMD...                -> wait for a condition, never a fixed time
+#   test_pythons                             -> the interpreters to run on, one per line
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 BUILD=${BUILD:-build}
@@ -42,4 +43,33 @@ gdb_target_args() {
         gdb_args=(-iex "set exec-file-mismatch off" -iex "add-auto-load-safe-path $libdir"
                   -iex "set libthread-db-search-path $libdir" "$2")
     fi
+}
+
+# test_pythons: the interpreters the integration tests run on, one line each:
+#   LABEL PATH [VAR=VALUE...]   present: run PATH with the VAR=VALUE environment
+#   LABEL - WHY                 missing: report a skip with WHY
+# Debian's stripped /usr/bin/python3.11, pyenv's 3.11.7, 3.12.1 and 3.13.0, Debian unstable's 3.14
+# and 3.15 (build/pythons, `make test-pythons`), and 3.15 again with its JIT on. TEST_PYTHONS="LABEL
+# ..." keeps only those labels. Read it into an array (mapfile -t pys < <(test_pythons)) rather
+# than in a `while read` loop, whose stdin the commands in the loop would inherit.
+test_pythons() {
+    local label path env want=" ${TEST_PYTHONS:-} " pyenv=${PYENV_ROOT:-/root/.pyenv}
+    while read -r label path env; do
+        [ "$want" = "  " ] || [[ "$want" == *" $label "* ]] || continue
+        if [ -x "$path" ]; then
+            echo "$label $path${env:+ $env}"
+        elif [[ "$path" == "$BUILD/pythons/"* ]]; then
+            echo "$label - $path not present (make test-pythons fetches it)"
+        else
+            echo "$label - $path not present"
+        fi
+    done << EOF
+debian-3.11 /usr/bin/python3.11
+pyenv-3.11.7 $pyenv/versions/3.11.7/bin/python3.11
+pyenv-3.12.1 $pyenv/versions/3.12.1/bin/python3.12
+pyenv-3.13.0 $pyenv/versions/3.13.0/bin/python3.13
+python3.14 $BUILD/pythons/bin/python3.14
+python3.15 $BUILD/pythons/bin/python3.15
+python3.15-jit $BUILD/pythons/bin/python3.15 PYTHON_JIT=1
+EOF
 }
