@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs libFuzzer targets: tests/fuzz/run.sh SECONDS JOBS TARGET...
-# Each target runs SECONDS on build/fuzz/corpus/T (new inputs), build/fuzz/seeds/T (generated from
-# real files) and tests/fuzz/seeds/T (committed), at most JOBS at a time, under `nice -n 10`.
-# FUZZ_OUT (default build/fuzz) takes the logs, exit codes and crash inputs.
+# Each target runs SECONDS on FUZZ_CORPUS/T (default build/fuzz/corpus/T: new inputs are written
+# there), FUZZ_SEEDS/T (default build/fuzz/seeds/T: generated from real files) and tests/fuzz/seeds/T
+# (committed), at most JOBS at a time, under `nice -n 10`; with another FUZZ_CORPUS, the inputs of
+# build/fuzz/corpus/T are read too, never written. FUZZ_OUT (default build/fuzz) takes the logs,
+# exit codes and crash inputs.
 # Prints one summary line per target (execs/s, cov, ft, corpus, crashes) and exits 1 when a target
 # crashed, leaked, timed out or did not run. Crash inputs: build/fuzz/crash/T-*.
 set -u
@@ -11,23 +13,26 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 D=build/fuzz
 L=${FUZZ_OUT:-$D} # logs, exit codes and crash inputs
+C=${FUZZ_CORPUS:-$D/corpus} # new inputs
+S=${FUZZ_SEEDS:-$D/seeds}
 mkdir -p "$L/crash"
 touch "$L/.start"
 
 run_one() {
     local t=$1 secs=$2 extra=()
     rm -f "$L/$t.rc"
-    mkdir -p "$D/corpus/$t" "$D/seeds/$t"
+    mkdir -p "$C/$t" "$S/$t"
+    [ "$C" != "$D/corpus" ] && [ -d "$D/corpus/$t" ] && extra+=("$D/corpus/$t")
     [ -d "tests/fuzz/seeds/$t" ] && extra+=("tests/fuzz/seeds/$t")
     local opts=(-max_total_time="$secs" -print_final_stats=1 -timeout=10)
     [ -f "tests/fuzz/$t.dict" ] && opts+=(-dict="tests/fuzz/$t.dict")
     nice -n 10 "$D/fuzz_$t" "${opts[@]}" \
         -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-65536}" -artifact_prefix="$L/crash/$t-" \
-        "$D/corpus/$t" "$D/seeds/$t" "${extra[@]}" > "$L/$t.log" 2>&1
+        "$C/$t" "$S/$t" "${extra[@]}" > "$L/$t.log" 2>&1
     echo $? > "$L/$t.rc"
 }
 export -f run_one
-export D L
+export D L C S
 
 printf '%s\n' "$@" | xargs -P "$jobs" -I{} bash -c 'run_one {} '"$secs"
 

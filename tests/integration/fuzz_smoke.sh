@@ -2,6 +2,8 @@
 # Fuzz smoke: builds every libFuzzer target (make fuzz-build), replays the committed seeds and past
 # crash inputs (tests/fuzz/seeds/) through each target under ASan+UBSan without libFuzzer, then
 # fuzzes each target FUZZ_SMOKE_SECONDS (default 20) from seeds made from real files, two at a time.
+# Seeds, new inputs, logs and crashes go to the test's temporary directory (build/fuzz/corpus, what
+# `make fuzz` found, is read, never written).
 # Checks: each target builds, replays its regression seeds cleanly and fuzzes without a crash,
 # leak, timeout or sanitizer report.
 source "$(dirname "$0")/../lib.sh"
@@ -43,8 +45,8 @@ done
 
 built=()
 for t in $targets; do [ -x "build/fuzz/fuzz_$t" ] && built+=("$t"); done
-tests/fuzz/gen_seeds.sh build/fuzz/seeds "${built[@]}" > "$TMP/seeds.log" 2>&1
-FUZZ_OUT=$TMP/out tests/fuzz/run.sh "$secs" 2 "${built[@]}" > "$TMP/run.log" 2>&1
+tests/fuzz/gen_seeds.sh "$TMP/seeds" "${built[@]}" > "$TMP/seeds.log" 2>&1
+FUZZ_OUT=$TMP/out FUZZ_SEEDS=$TMP/seeds FUZZ_CORPUS=$TMP/corpus tests/fuzz/run.sh "$secs" 2 "${built[@]}" > "$TMP/run.log" 2>&1
 sed 's/^/# /' "$TMP/run.log"
 for t in "${built[@]}"; do
     line=$(awk -v t="$t" '$1 == t' "$TMP/run.log")

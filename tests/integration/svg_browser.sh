@@ -2,9 +2,10 @@
 # The SVG flame graph as a user sees it: headless Chromium (the system browser, driven by
 # playwright-core from build/js; no browser is downloaded) loads a generated SVG, hovers a frame,
 # clicks it, types in the search box, resets; tests/js/svg_browser.js asserts the DOM state after
-# each step and saves screenshots as build/flamegraph-zoom.png and build/flamegraph-search.png.
+# each step and saves screenshots as flamegraph-zoom.png and flamegraph-search.png in the test's
+# temporary directory (KEEP_TMP=1 keeps it to look at them).
 # Then the speedscope JSON of the same stacks is opened in the speedscope application the npm
-# package ships (tests/js/speedscope_app.js; screenshot build/speedscope.png).
+# package ships (tests/js/speedscope_app.js; screenshot speedscope.png beside them).
 source "$(dirname "$0")/../lib.sh"
 
 RENDER="$BUILD/progs/render_test"
@@ -30,9 +31,8 @@ EOF
 "$RENDER" "$TMP/in.folded" -o "$TMP/flame.svg" -q --title "pyebpf: python3 /srv/app/main.py"
 check "SVG rendered" test -s "$TMP/flame.svg"
 
-rm -f "$BUILD"/flamegraph-*.png
 NODE_PATH="$JS" CHROMIUM="$CHROMIUM" timeout 90 node "$ROOT/tests/js/svg_browser.js" "$TMP/flame.svg" \
-    "$BUILD/flamegraph" "handle (/srv/app/http.py:41)" compute 63.67 > "$TMP/browser.out" 2>&1
+    "$TMP/flamegraph" "handle (/srv/app/http.py:41)" compute 63.67 > "$TMP/browser.out" 2>&1
 rc=$?
 # Re-emit a driver's checks as our TAP lines.
 report() {
@@ -46,18 +46,17 @@ report() {
     [ "$rc" -eq 0 ] || grep -q '^not ok' "$out" || fail "browser driver" "exit $rc: $(tail -c 300 "$out")"
 }
 report "$TMP/browser.out" $rc
-check "screenshot after zoom saved (build/flamegraph-zoom.png)" test -s "$BUILD/flamegraph-zoom.png"
-check "screenshot after search saved (build/flamegraph-search.png)" test -s "$BUILD/flamegraph-search.png"
+check "screenshot after zoom saved (flamegraph-zoom.png)" test -s "$TMP/flamegraph-zoom.png"
+check "screenshot after search saved (flamegraph-search.png)" test -s "$TMP/flamegraph-search.png"
 
 # ---- the same stacks as speedscope JSON, opened in the speedscope app ----
 if [ -d "$JS/speedscope" ]; then
     "$RENDER" "$TMP/in.folded" -o "$TMP/flame.json" -q -F 99 --title "pyebpf: python3 /srv/app/main.py"
-    rm -f "$BUILD/speedscope.png"
     NODE_PATH="$JS" CHROMIUM="$CHROMIUM" timeout 90 node "$ROOT/tests/js/speedscope_app.js" "$TMP/flame.json" \
-        "$BUILD/speedscope.png" "pyebpf: python3 /srv/app/main.py" "thread 4101 (python3)" "thread 4102 (worker)" \
+        "$TMP/speedscope.png" "pyebpf: python3 /srv/app/main.py" "thread 4101 (python3)" "thread 4102 (worker)" \
         > "$TMP/speedscope.out" 2>&1
     report "$TMP/speedscope.out" $?
-    check "screenshot of speedscope saved (build/speedscope.png)" test -s "$BUILD/speedscope.png"
+    check "screenshot of speedscope saved (speedscope.png)" test -s "$TMP/speedscope.png"
 else
     skip "speedscope app" "needs npm package speedscope in $JS (make js-deps)"
 fi
