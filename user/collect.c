@@ -457,7 +457,7 @@ int collect_set_sampler(struct collector *c, struct sampler *s)
 {
     pykernel_close(c->pk);
     c->pk = NULL;
-    return s ? pykernel_open(&c->pk, s, c->prof) : 0;
+    return s ? pykernel_open(&c->pk, s) : 0;
 }
 
 /* The Python frames of `tid`, leaf first, into c->py; their number (0: none). A record that

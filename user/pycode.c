@@ -259,6 +259,11 @@ static bool apply_header(struct pycode *c, struct code_entry *e, const uint8_t *
 
     e->checked = c->sample;
     e->bad = e->gone = false;
+    if (e->ident && c->rt->code_type && hdr_u64(c, hdr, L->ob_type) != c->rt->code_type) {
+        e->gone = true; /* what ran is no code object any more: freed */
+        c->st->code_freed++;
+        return false;
+    }
     if (c->rt->code_type && hdr_u64(c, hdr, L->ob_type) != c->rt->code_type) {
         e->bad = true;
         c->st->bad_code++;

@@ -21,7 +21,6 @@ struct pk_proc {
 
 struct pykernel {
     struct sampler *s;
-    const struct profile *prof;
     struct pk_proc *procs;
     size_t nprocs, cap_procs;
     uint32_t *tids; /* open addressing set of taught tids (0: empty), power-of-two size */
@@ -150,7 +149,7 @@ int pykernel_decode(const struct sample_event *ev, size_t len, struct pystack_ra
 
 /* -- Lifecycle ------------------------------------------------------------------------------ */
 
-int pykernel_open(struct pykernel **out, struct sampler *s, const struct profile *prof)
+int pykernel_open(struct pykernel **out, struct sampler *s)
 {
     struct pykernel *pk = calloc(1, sizeof(*pk));
 
@@ -158,7 +157,6 @@ int pykernel_open(struct pykernel **out, struct sampler *s, const struct profile
     if (!pk)
         return -ENOMEM;
     pk->s = s;
-    pk->prof = prof;
     pk->cap_tids = 64;
     pk->tids = calloc(pk->cap_tids, sizeof(*pk->tids));
     pk->raw = calloc(MAX_RAW, sizeof(*pk->raw));
@@ -195,7 +193,6 @@ void pykernel_print_stats(const struct pykernel *pk, FILE *f)
     fprintf(f, "python_kernel_stale: %" PRIu64 "\n", pk->st.stale);
     fprintf(f, "python_kernel_broken: %" PRIu64 "\n", pk->st.broken);
     fprintf(f, "python_kernel_truncated: %" PRIu64 "\n", pk->st.truncated);
-    fprintf(f, "python_kernel_rejected: %" PRIu64 "\n", pk->st.rejected);
     if (pk->s && !sampler_counters(pk->s, &c)) {
         fprintf(f, "python_kernel_reads: %" PRIu64 "\n", c.py_reads);
         fprintf(f, "python_kernel_reads_per_sample: %.2f\n",
@@ -282,25 +279,6 @@ static void teach(struct pykernel *pk, struct pystack *ps, const struct sample_e
     }
 }
 
-/* Every frame named, with a file and a line; or refused by name (its code object read now as one,
- * its strings absurd): a remote read would only put another instant's chain in its place. */
-static bool frames_sound(const struct pykernel *pk, const struct pystack_frame *f, int n)
-{
-    for (int i = 0; i < n; i++) {
-        const struct frame *pf;
-
-        if (f[i].frame >= pk->prof->nframes)
-            return false;
-        pf = &pk->prof->frames[f[i].frame];
-        if (pf->file && (!strcmp(pf->file, PYSTACK_REFUSED) || !strcmp(pf->file, PYSTACK_FREED) ||
-                         (pf->name && !strcmp(pf->name, PYSTACK_REFUSED))))
-            continue;
-        if (!pf->file || !pf->line)
-            return false;
-    }
-    return true;
-}
-
 /* Whether the captured chain starts (leaf side) with an eval-loop entry shim: the merge pairs the
  * innermost eval-loop frame with no Python frame then (symbolizing drops the shim). */
 static bool leaf_shim(struct pystack *ps, const struct pystack_raw *raw, size_t n)
@@ -320,19 +298,18 @@ int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample
     if (n >= 0) {
         bool shim = leaf_shim(ps, pk->raw, (size_t)n);
 
+        /* Named from entries of the objects that ran (pycode.h): a frame that cannot be named
+         * shows so; a remote read now would only put another instant's chain in its place. */
         n = pystack_symbolize(ps, pk->raw, (size_t)n, truncated, out, max);
-        if (n < 0 || !pk->prof || frames_sound(pk, out, n)) {
-            pk->st.samples_in_kernel++;
-            pk->st.frames_in_kernel += n > 0 ? (uint64_t)n : 0;
-            if (truncated)
-                pk->st.truncated++;
-            if (flags)
-                *flags = (truncated ? PYSTACK_TRUNCATED : 0) | (shim ? PYSTACK_LEAF_SHIM : 0);
-            if (in_kernel)
-                *in_kernel = true;
-            return n;
-        }
-        pk->st.rejected++;
+        pk->st.samples_in_kernel++;
+        pk->st.frames_in_kernel += n > 0 ? (uint64_t)n : 0;
+        if (truncated)
+            pk->st.truncated++;
+        if (flags)
+            *flags = (truncated ? PYSTACK_TRUNCATED : 0) | (shim ? PYSTACK_LEAF_SHIM : 0);
+        if (in_kernel)
+            *in_kernel = true;
+        return n;
     }
     pk->st.fallbacks++;
     if (ev->py_flags & SAMPLE_PY_STALE)

@@ -35,8 +35,6 @@ struct pykernel_stats {
     uint64_t stale;             /* records whose thread state no longer named the thread */
     uint64_t broken;            /* records whose chain the kernel gave up */
     uint64_t truncated;         /* kernel chains cut at the frame cap */
-    uint64_t rejected;          /* chains whose code objects no longer read as the code that ran
-                                   (freed since the sample: a module body after its import) */
 };
 
 /* Converts a runtime layout into the program's; -ENOTSUP when a slice would exceed
@@ -55,23 +53,22 @@ static inline bool pykernel_has_chain(const struct sample_event *ev)
     return (ev->py_flags & SAMPLE_PY_CAPTURED) && !(ev->py_flags & (SAMPLE_PY_STALE | SAMPLE_PY_BROKEN));
 }
 
-/* s may be NULL: then every record falls back to pystack_read. prof: the profile the pystacks
- * intern frames into (to check symbolised frames). */
-int pykernel_open(struct pykernel **out, struct sampler *s, const struct profile *prof);
+/* s may be NULL: then every record falls back to pystack_read. */
+int pykernel_open(struct pykernel **out, struct sampler *s);
 void pykernel_close(struct pykernel *pk);
 
 /* The Python frames of record ev (process ev->pid, read through ps), leaf first, like
  * pystack_read: the kernel's chain when the record has one, else a remote read (and the thread
- * is taught to the kernel). *in_kernel (may be NULL) says which. A chain is only named later
- * than it ran: when one of its frames comes out unreadable or without a line (its code object
- * was freed meanwhile, its memory reused), the chain is dropped for a remote read now. */
+ * is taught to the kernel). *in_kernel (may be NULL) says which. A chain is named later than it
+ * ran, from the code objects' identities of the sample instant: one freed meanwhile is named
+ * PYSTACK_FREED, never read again from the stack as it is now. */
 int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample_event *ev, size_t len,
                     struct pystack_frame *out, size_t max, unsigned *flags, bool *in_kernel);
 
 void pykernel_get_stats(const struct pykernel *pk, struct pykernel_stats *st);
 /* `key: value` lines for --stats (python_frames_in_kernel is printed by the collector):
  * python_samples_in_kernel, python_kernel_fallbacks, python_threads_in_kernel, python_kernel_stale,
- * python_kernel_broken, python_kernel_truncated, python_kernel_rejected, and the program's
+ * python_kernel_broken, python_kernel_truncated, and the program's
  * python_kernel_reads (user memory reads of the walk), python_kernel_reads_per_sample,
  * python_kernel_window_misses, python_kernel_ident_reads_per_sample (code identity blocks read). */
 void pykernel_print_stats(const struct pykernel *pk, FILE *f);

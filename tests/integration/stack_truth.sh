@@ -81,7 +81,7 @@ churn() {
     else
         fail "$label: churn ($mode): $c" "need 0 misnamed and >= $MIN_CHURN_LEAF checked; first misnamed: $(sed -n 's/^first_misnamed=//p' "$f.check" | head -c 300)"
     fi
-    echo "# $label churn ($mode):$(for k in samples merge_errors python_kernel_rejected code_stale datastack_torn; do
+    echo "# $label churn ($mode):$(for k in samples merge_errors python_kernel_fallbacks code_freed code_stale datastack_torn; do
         v=$(stat_of $k "$f.err"); [ -z "$v" ] || printf ' %s %s' $k "$v"; done)"
 }
 
