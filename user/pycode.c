@@ -28,6 +28,7 @@ struct code_entry {
     bool bad;  /* header unreadable or not a code object in this sample */
     bool gone; /* the header read in this sample folds to another ident: the object captured
                   was freed and the address reused before it could be named */
+    uint8_t qual[PYCODE_QUAL_SIZE]; /* its qualname's length and hash words when filled */
     int32_t firstlineno;
     char *qualname, *filename;
     struct linetable lt;
@@ -252,8 +253,12 @@ static uint64_t code_ident(const struct pycode *c, const uint8_t *hdr, const uin
     return sample_py_ident(hdr + (L->co_id_start - L->co_hdr_start), L->co_id_size, length, hash);
 }
 
-/* Applies a freshly read header to the entry. Returns true when the entry is usable. */
-static bool apply_header(struct pycode *c, struct code_entry *e, const uint8_t *hdr)
+/* Applies a freshly read header to the entry, with its qualname's length and hash words read in
+ * the same call (`qual`; NULL: not read). A filled entry stays only when both are as they were:
+ * on 3.11 a new code object often takes a freed one's address with every pointer of its header
+ * the same (the dead function's name freed, the next name given its address), so the header
+ * alone cannot tell them apart. Returns true when the entry is usable. */
+static bool apply_header(struct pycode *c, struct code_entry *e, const uint8_t *hdr, const uint8_t *qual)
 {
     const struct pyrt_layout *L = &c->rt->L;
 
@@ -272,7 +277,8 @@ static bool apply_header(struct pycode *c, struct code_entry *e, const uint8_t *
         entry_clear(e);
         return false;
     }
-    if (e->state != CODE_EMPTY && memcmp(e->hdr, hdr, L->co_hdr_size) == 0)
+    if (e->state != CODE_EMPTY && memcmp(e->hdr, hdr, L->co_hdr_size) == 0 &&
+        (e->state != CODE_FILLED || e->ident || (qual && memcmp(e->qual, qual, PYCODE_QUAL_SIZE) == 0)))
         return true;
     if (e->state != CODE_EMPTY)
         c->st->code_stale++;
@@ -287,11 +293,19 @@ static bool apply_header(struct pycode *c, struct code_entry *e, const uint8_t *
     return true;
 }
 
-void pycode_header(struct pycode *c, uint64_t addr, const uint8_t *hdr)
+void pycode_header(struct pycode *c, uint64_t addr, const uint8_t *hdr, const uint8_t *qual)
 {
     struct code_entry *e = code_get(c, addr, 0);
     if (e)
-        apply_header(c, e, hdr);
+        apply_header(c, e, hdr, qual);
+}
+
+uint64_t pycode_qual_addr(const struct pycode *c, uint64_t addr)
+{
+    const struct code_entry *e = code_find(c, addr, 0);
+    if (!e || e->state != CODE_FILLED)
+        return 0;
+    return hdr_u64(c, e->hdr, c->rt->L.co_qualname) + c->rt->L.str_length;
 }
 
 bool pycode_checked(const struct pycode *c, uint64_t addr)
@@ -464,6 +478,7 @@ static void fetch(struct pycode *c, struct code_entry **todo, size_t n)
             if (!e->filename)
                 e->filename = strdup(PYSTACK_REFUSED);
         }
+        memcpy(e->qual, hb[3 * i], PYCODE_QUAL_SIZE);
         e->id = c->next_id++;
         e->state = CODE_FILLED;
     }
@@ -501,16 +516,26 @@ static void resolve(struct pycode *c, const struct pystack_raw *raw, size_t n)
         need[nneed++] = e;
     }
     if (nneed) {
-        struct remote_seg segs[FETCH_MAX];
+        /* Each header, and for a filled entry its qualname's words, in one call. */
+        struct remote_seg segs[2 * FETCH_MAX];
+        uint8_t(*quals)[PYCODE_QUAL_SIZE] = calloc(nneed, PYCODE_QUAL_SIZE);
         uint8_t *hdrs = malloc(nneed * L->co_hdr_size);
-        if (!hdrs)
+        if (!hdrs || !quals) {
+            free(hdrs);
+            free(quals);
             return;
-        for (size_t i = 0; i < nneed; i++)
-            segs[i] = REMOTE_SEG(need[i]->addr + L->co_hdr_start, hdrs + i * L->co_hdr_size, L->co_hdr_size);
-        int rc = remote_readv(c->r, segs, nneed, true);
+        }
         for (size_t i = 0; i < nneed; i++) {
-            if (rc >= 0 && segs[i].ok) {
-                apply_header(c, need[i], hdrs + i * L->co_hdr_size);
+            uint64_t q = need[i]->ident ? 0 : pycode_qual_addr(c, need[i]->addr);
+            segs[2 * i] =
+                REMOTE_SEG(need[i]->addr + L->co_hdr_start, hdrs + i * L->co_hdr_size, L->co_hdr_size);
+            segs[2 * i + 1] = REMOTE_SEG(q, quals[i], q ? PYCODE_QUAL_SIZE : 0);
+        }
+        int rc = remote_readv(c->r, segs, 2 * nneed, true);
+        for (size_t i = 0; i < nneed; i++) {
+            if (rc >= 0 && segs[2 * i].ok) {
+                apply_header(c, need[i], hdrs + i * L->co_hdr_size,
+                             segs[2 * i + 1].ok && segs[2 * i + 1].len ? quals[i] : NULL);
             } else if (need[i]->ident) { /* read at the sample instant, unmapped since */
                 need[i]->gone = true;
                 c->st->code_freed++;
@@ -520,6 +545,7 @@ static void resolve(struct pycode *c, const struct pystack_raw *raw, size_t n)
             }
         }
         free(hdrs);
+        free(quals);
     }
     /* Entries whose header is known good but have no names yet. */
     struct code_entry *todo[FETCH_MAX];

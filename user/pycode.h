@@ -28,8 +28,14 @@ void pycode_free(struct pycode *c);
 /* Starts a sample: header validations of earlier samples no longer count. */
 void pycode_begin(struct pycode *c);
 
-/* A header of code object `addr` read in this sample elsewhere (the predicted batch). */
-void pycode_header(struct pycode *c, uint64_t addr, const uint8_t *hdr);
+#define PYCODE_QUAL_SIZE 16 /* a qualname's length and hash words, read at the str's length */
+
+/* A header of code object `addr` read in this sample elsewhere (the predicted batch), with the
+ * PYCODE_QUAL_SIZE bytes read at pycode_qual_addr in the same call (NULL: not read). */
+void pycode_header(struct pycode *c, uint64_t addr, const uint8_t *hdr, const uint8_t *qual);
+
+/* Where the qualname words of the filled entry for `addr` are to be read; 0: none. */
+uint64_t pycode_qual_addr(const struct pycode *c, uint64_t addr);
 
 /* True when `addr` (a remote read's code object) was validated in this sample. */
 bool pycode_checked(const struct pycode *c, uint64_t addr);

@@ -67,8 +67,9 @@ struct pystack {
     /* per-sample scratch, sized for max_depth */
     struct remote_seg *segs;
     uint8_t *fbuf, *hbuf;
-    uint32_t *fseg; /* predicted frame k → segment holding it */
-    uint32_t gap;   /* COALESCE_GAP, or 0 with exact_reads */
+    uint8_t qbuf[MAX_PRED_CODES][PYCODE_QUAL_SIZE]; /* qualname words of the predicted codes */
+    uint32_t *fseg;                                 /* predicted frame k → segment holding it */
+    uint32_t gap;                                   /* COALESCE_GAP, or 0 with exact_reads */
     size_t frame_seg0, code_seg0;
     /* data stack (pydstack.h): ds_on is 0 until the three thread-state words were checked against
      * a chunk header, then 1 (windows and gap reads on) or -1 (off: exact_reads, no offsets, or
@@ -314,7 +315,7 @@ int pystack_open(struct pystack **out, pid_t pid, struct profile *prof, const st
     ps->seen_cap = 16;
     while (ps->seen_cap < 2 * d)
         ps->seen_cap *= 2;
-    ps->segs = calloc(d + MAX_PRED_CODES + 5, sizeof(*ps->segs));
+    ps->segs = calloc(d + 2 * MAX_PRED_CODES + 5, sizeof(*ps->segs));
     ps->gap = ps->o.exact_reads ? 0 : COALESCE_GAP;
     ps->fbuf = malloc((size_t)d * (FRAME_BUF + ps->gap) + SPEC_WINDOW);
     ps->fseg = calloc(d, sizeof(*ps->fseg));
@@ -463,10 +464,15 @@ static size_t build_batch(struct pystack *ps, const struct thread_slot *s, uint8
         ps->segs[n++] = REMOTE_SEG(s->tstate + L->ts_datastack, &ps->ds_end, sizeof(ps->ds_end));
     }
     ps->code_seg0 = n;
-    /* Code headers, except those trusted without a re-read (zero-length: no iovec). */
+    /* Code headers, except those trusted without a re-read (zero-length: no iovec), then the
+     * qualname words of each (pycode_header). */
     for (uint32_t k = 0; k < s->ncodes; k++)
         ps->segs[n++] = REMOTE_SEG(s->codes[k] + L->co_hdr_start, ps->hbuf + (size_t)k * L->co_hdr_size,
                                    pycode_checked(ps->code, s->codes[k]) ? 0 : L->co_hdr_size);
+    for (uint32_t k = 0; k < s->ncodes; k++) {
+        uint64_t q = ps->segs[ps->code_seg0 + k].len ? pycode_qual_addr(ps->code, s->codes[k]) : 0;
+        ps->segs[n++] = REMOTE_SEG(q, ps->qbuf[k], q ? PYCODE_QUAL_SIZE : 0);
+    }
     return n;
 }
 
@@ -661,7 +667,11 @@ read:
     struct thread_slot *s = &ps->slots[si];
     for (uint32_t k = 0; k < s->ncodes; k++)
         if (ps->segs[ps->code_seg0 + k].ok && ps->segs[ps->code_seg0 + k].len)
-            pycode_header(ps->code, s->codes[k], ps->hbuf + (size_t)k * L->co_hdr_size);
+            pycode_header(ps->code, s->codes[k], ps->hbuf + (size_t)k * L->co_hdr_size,
+                          ps->segs[ps->code_seg0 + s->ncodes + k].ok &&
+                                  ps->segs[ps->code_seg0 + s->ncodes + k].len
+                              ? ps->qbuf[k]
+                              : NULL);
 
     /* The top frame. */
     uint64_t top, cframe = 0;
