@@ -128,7 +128,7 @@ bad=$(awk '{ sub(/ [0-9]+$/, ""); n = split($0, f, ";"); for (i = 1; i <= n; i++
     grep -cvE '^([A-Za-z_][A-Za-z0-9_.@]*|[A-Za-z0-9_.+-]+\+0x[0-9a-f]+|\[(unknown|kernel|truncated)\])$')
 check "ring overflow: no garbage frame ($bad)" [ "$bad" -eq 0 ]
 odd=$(grep -oE ';main;.*' "$TMP/ov.folded" | sed 's/ [0-9]*$//' |
-    grep -cvE '^;main(;(a(;(b(;(c(;publish)?)?)?|d(;publish)?|now.*|publish))?|now.*|worker.*|pthread.*|__.*))?$')
+    grep -cvE '^;main(;(a(;(b(;(c(;(publish|thread_cpu_ns.*))?)?)?|d(;(publish|thread_cpu_ns.*))?|now.*|publish))?|now.*|worker.*|pthread.*|__.*))?$')
 check "ring overflow: stacks under main follow the call graph ($odd odd)" [ "$odd" -eq 0 ]
 
 # -- only the target is sampled -------------------------------------------------------------

@@ -5,6 +5,9 @@
  *   main → a → d        1/3 of the time (d does 1 unit)
  *
  * Usage: callgraph [SECONDS [THREADS]]   (default 3 s, 1 thread; each thread runs the graph)
+ * At exit it prints the CPU time spent in c's and d's work ("callgraph: cpu_ns c=N d=N" on stderr):
+ * the split that the same loop gives on an idle machine is 2:1, and what a sampler must find is
+ * the split this run had.
  * Built twice by the Makefile: with frame pointers (callgraph) and without (callgraph-nofp).
  */
 #include <pthread.h>
@@ -16,6 +19,15 @@
 #define UNIT 200000 /* iterations of the work loop in one unit (~0.2-0.5 ms) */
 
 static volatile uint64_t sink;
+static uint64_t cpu_ns_c, cpu_ns_d; /* CPU time in c's and d's work, all threads */
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 static double run_seconds = 3.0;
 
 static double now(void)
@@ -44,13 +56,17 @@ static __attribute__((noinline)) uint64_t publish(uint64_t x)
 
 __attribute__((noinline)) uint64_t c(uint64_t x)
 {
+    uint64_t t0 = thread_cpu_ns();
     WORK(x, 2);
+    __atomic_fetch_add(&cpu_ns_c, thread_cpu_ns() - t0, __ATOMIC_RELAXED);
     return publish(x);
 }
 
 __attribute__((noinline)) uint64_t d(uint64_t x)
 {
+    uint64_t t0 = thread_cpu_ns();
     WORK(x, 1);
+    __atomic_fetch_add(&cpu_ns_d, thread_cpu_ns() - t0, __ATOMIC_RELAXED);
     return publish(x);
 }
 
@@ -102,5 +118,7 @@ int main(int argc, char **argv)
     sink = x;
     for (int i = 1; i < threads; i++)
         pthread_join(tids[i], NULL);
+    fprintf(stderr, "callgraph: cpu_ns c=%llu d=%llu\n", (unsigned long long)cpu_ns_c,
+            (unsigned long long)cpu_ns_d);
     return 0;
 }
