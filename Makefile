@@ -76,7 +76,7 @@ $(BUILD)/bpf/.skels: $(BPF_SKELS)
 	@mkdir -p $(@D); touch $@
 
 # ---- pyebpf-sample ------------------------------------------------------------
-USER_SRCS := $(wildcard user/*.c)
+USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(USER_SRCS:%.c=$(BUILD)/obj/%.o)
 USER_LIB_OBJS := $(filter-out $(BUILD)/obj/user/main.o,$(USER_OBJS))
 

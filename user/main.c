@@ -25,15 +25,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture/nobpf.h"
+#include "capture/sampler.h"
 #include "cli.h"
-#include "collect.h"
-#include "maps.h"
-#include "nobpf.h"
-#include "output.h"
-#include "profile.h"
+#include "collect/collect.h"
+#include "output/output.h"
+#include "output/summary.h"
+#include "profile/profile.h"
 #include "progress.h"
-#include "sampler.h"
-#include "summary.h"
+#include "symbols/maps.h"
 #include "target.h"
 
 #define ALIVE_CHECK_NS 100000000ull

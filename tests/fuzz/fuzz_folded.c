@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the folded-text reader (user/folded.c) that `pyebpf-sample render` runs on files
+ * Fuzz target: the folded-text reader (user/output/folded.c) that `pyebpf-sample render` runs on files
  * users hand it, and the writers fed by what it read.
  *
  * Input: folded text (need not be NUL-terminated). Checks:
@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "output.h"
-#include "profile.h"
+#include "output/output.h"
+#include "profile/profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* Unit tests for user/output.c and the writers: formats, atomic replacement (no symlink followed),
+/* Unit tests for user/output/output.c and the writers: formats, atomic replacement (no symlink followed),
  * escaping, the content of SVG / speedscope / pprof / summary, and render_main's arguments. */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "output.h"
+#include "output/output.h"
 
 struct fixture {
     struct profile p;
