@@ -27,12 +27,14 @@ FUZZ_LIBS          := -ldw -lelf -lz -lm -lpthread -ldl
 # Parser sources each target links (the first one decides whether the target exists).
 FUZZ_SRCS_jitread  := user/symbols/jitread.c user/util/readfile.c
 FUZZ_SRCS_perfmap  := user/symbols/perfmap_read.c user/util/readfile.c
-FUZZ_SRCS_elfsym   := user/symbols/elfsym.c user/symbols/elfsym_plt.c user/unwind/cfi_read.c user/unwind/cfi_expr.c
+FUZZ_SRCS_elfsym   := user/symbols/elfsym.c user/symbols/elfsym_plt.c user/unwind/cfi_read.c \
+                      user/unwind/cfi_expr.c
 FUZZ_SRCS_cfi      := user/unwind/cfi_read.c user/unwind/cfi_expr.c
 FUZZ_SRCS_linetable := user/python/linetable.c
 FUZZ_SRCS_pyrt     := user/python/pyrt.c user/python/pyrt_debug.c user/symbols/maps.c user/capture/remote.c
-FUZZ_SRCS_folded   := user/output/folded.c user/profile/profile.c user/output/output.c user/output/svg.c user/output/svg_js.c \
-                      user/output/speedscope.c user/output/pprof.c user/output/summary.c
+FUZZ_SRCS_folded   := user/output/folded.c user/profile/profile.c user/profile/view.c user/output/escape.c \
+                      user/output/output.c user/output/svg.c user/output/svg_js.c user/output/speedscope.c \
+                      user/output/pprof.c user/output/summary.c
 
 # Targets are the tests/fuzz/fuzz_NAME.c that have a FUZZ_SRCS_NAME here (others, e.g. a module's
 # own target built by its fragment, are left to that fragment).

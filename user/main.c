@@ -30,6 +30,7 @@
 #include "cli.h"
 #include "collect/collect.h"
 #include "output/output.h"
+#include "output/render.h"
 #include "output/summary.h"
 #include "profile/profile.h"
 #include "progress.h"

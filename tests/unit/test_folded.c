@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "output/output.h"
+#include "output/folded.h"
 
 static int setup(void **state)
 {

@@ -14,7 +14,6 @@
 
 #include <cmocka.h>
 
-#include "output/output.h"
 #include "output/summary.h"
 
 /*   100 samples:

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "output/output.h"
+#include "output/folded.h"
 
 /* -- Writer ------------------------------------------------------------------------------------- */
 
@@ -87,7 +87,7 @@ static int write_node(const struct profile *v, uint32_t node, FILE *f, uint32_t 
         }
     }
     uint32_t *kids;
-    int64_t n = output_sorted_children(v, node, &kids);
+    int64_t n = view_sorted_children(v, node, &kids);
     if (n < 0)
         return (int)n;
     int rc = 0;
@@ -100,10 +100,10 @@ static int write_node(const struct profile *v, uint32_t node, FILE *f, uint32_t 
 int folded_write(const struct profile *p, FILE *f)
 {
     struct profile v;
-    int rc = output_view(p, &v);
+    int rc = view_build(p, &v);
     if (rc)
         return rc;
-    uint32_t *path = malloc((FOLDED_MAX_DEPTH + 1) * sizeof(*path));
+    uint32_t *path = malloc((VIEW_MAX_DEPTH + 1) * sizeof(*path));
     struct label_buf buf = {.s = malloc(256), .size = 256};
     if (!path || !buf.s)
         rc = -ENOMEM;

@@ -1,6 +1,5 @@
 /*
- * output — format names, atomic file replacement, and the helpers every writer shares (the
- * "view" without hidden frames, sorted children, XML/JSON escaping).
+ * output — format names, the choice of writer, and atomic file replacement.
  *
  *   path                         how it is written
  *   "-", /dev/stdout, /dev/stderr   the process's stream
@@ -17,7 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "output/folded.h"
 #include "output/output.h"
+#include "output/pprof.h"
+#include "output/speedscope.h"
+#include "output/svg.h"
 
 /* -- Formats ------------------------------------------------------------------------------------ */
 
@@ -110,7 +113,8 @@ static int write_stream(const struct profile *p, enum output_format fmt, FILE *f
     case OUTPUT_FOLDED:
         return folded_write(p, f);
     case OUTPUT_SVG:
-        return svg_write(p, f, opts);
+        return svg_write(
+            p, f, &(struct svg_opts){.title = opts ? opts->title : NULL, .icicle = opts && opts->icicle});
     case OUTPUT_SPEEDSCOPE:
         return speedscope_write(p, f);
     case OUTPUT_PPROF:
@@ -237,241 +241,4 @@ int output_write_opts(const struct profile *p, enum output_format fmt, const cha
 int output_write(const struct profile *p, enum output_format fmt, const char *path)
 {
     return output_write_opts(p, fmt, path, NULL);
-}
-
-/* -- The view without hidden frames ------------------------------------------------------------- */
-
-int output_view(const struct profile *src, struct profile *dst)
-{
-    int rc = profile_init(dst);
-    if (rc)
-        return rc;
-    dst->show_threads = src->show_threads;
-    int64_t *map = malloc((src->nframes + 1) * sizeof(*map));
-    uint32_t *path = malloc(FOLDED_MAX_DEPTH * sizeof(*path));
-    uint32_t *frames = malloc(FOLDED_MAX_DEPTH * sizeof(*frames));
-    if (!map || !path || !frames) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    for (uint32_t i = 0; i < src->nframes; i++)
-        map[i] = -1;
-    for (uint32_t n = 1; n < src->nnodes; n++) {
-        if (!src->nodes[n].self)
-            continue;
-        size_t depth = profile_stack(src, n, path, FOLDED_MAX_DEPTH), k = 0;
-        for (size_t i = 0; i < depth; i++) {
-            uint32_t fi = src->nodes[path[i]].frame;
-            if (!profile_frame_shown(src, fi))
-                continue;
-            if (map[fi] < 0) {
-                const struct frame *f = &src->frames[fi];
-                map[fi] = profile_frame(dst, f->kind, f->name, f->file, f->line);
-                if (map[fi] < 0) {
-                    rc = (int)map[fi];
-                    goto out;
-                }
-            }
-            frames[k++] = (uint32_t)map[fi];
-        }
-        if (k == 0) {
-            int64_t u = profile_frame(dst, FRAME_OTHER, "[unknown]", NULL, 0);
-            if (u < 0) {
-                rc = (int)u;
-                goto out;
-            }
-            frames[k++] = (uint32_t)u;
-        }
-        int64_t a = profile_add(dst, frames, k, src->nodes[n].self);
-        if (a < 0) {
-            rc = (int)a;
-            goto out;
-        }
-    }
-    dst->meta.duration_s = src->meta.duration_s;
-    dst->meta.frequency = src->meta.frequency;
-    dst->meta.period_ns = src->meta.period_ns;
-    rc = profile_set_command(dst, src->meta.command);
-    profile_finish(dst);
-out:
-    free(map);
-    free(path);
-    free(frames);
-    if (rc)
-        profile_free(dst);
-    return rc;
-}
-
-/* Full labels compared, however long: a cut label would order frames by index, which differs
- * between a profile and the same profile read back. */
-static int cmp_label(const void *a, const void *b, void *arg)
-{
-    const struct profile *p = arg;
-    uint32_t fa = p->nodes[*(const uint32_t *)a].frame, fb = p->nodes[*(const uint32_t *)b].frame;
-    char la[256], lb[256];
-    int na = profile_frame_label(p, fa, la, sizeof(la));
-    int nb = profile_frame_label(p, fb, lb, sizeof(lb));
-    int c;
-    if (na < (int)sizeof(la) && nb < (int)sizeof(lb)) {
-        c = strcmp(la, lb);
-    } else {
-        char *ha = malloc((size_t)na + 1), *hb = malloc((size_t)nb + 1);
-        if (ha && hb) {
-            profile_frame_label(p, fa, ha, (size_t)na + 1);
-            profile_frame_label(p, fb, hb, (size_t)nb + 1);
-            c = strcmp(ha, hb);
-        } else {
-            c = strcmp(la, lb);
-        }
-        free(ha);
-        free(hb);
-    }
-    if (c)
-        return c;
-    /* Equal labels (frames of different kinds): by kind, then index, for a stable order. */
-    if (p->frames[fa].kind != p->frames[fb].kind)
-        return p->frames[fa].kind < p->frames[fb].kind ? -1 : 1;
-    return fa < fb ? -1 : fa > fb;
-}
-
-int64_t output_sorted_children(const struct profile *p, uint32_t node, uint32_t **out)
-{
-    size_t n = 0;
-    for (uint32_t c = profile_first_child(p, node); c; c = profile_next_sibling(p, c))
-        n++;
-    uint32_t *v = malloc((n ? n : 1) * sizeof(*v));
-    if (!v)
-        return -ENOMEM;
-    n = 0;
-    for (uint32_t c = profile_first_child(p, node); c; c = profile_next_sibling(p, c))
-        v[n++] = c;
-    qsort_r(v, n, sizeof(*v), cmp_label, (void *)p);
-    *out = v;
-    return (int64_t)n;
-}
-
-uint64_t output_period_ns(const struct profile *p)
-{
-    if (p->meta.period_ns)
-        return p->meta.period_ns;
-    if (p->meta.frequency)
-        return 1000000000ULL / p->meta.frequency;
-    return 10000000ULL;
-}
-
-/* -- Escaping ----------------------------------------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
-static int utf8_len(const unsigned char *s)
-{
-    unsigned char c = s[0];
-    if (c < 0x80)
-        return 1;
-    int n;
-    unsigned char lo = 0x80, hi = 0xbf;
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        n = 3;
-        if (c == 0xe0)
-            lo = 0xa0;
-        if (c == 0xed)
-            hi = 0x9f; /* no surrogates */
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4;
-        if (c == 0xf0)
-            lo = 0x90;
-        if (c == 0xf4)
-            hi = 0x8f;
-    } else
-        return 0;
-    if (s[1] < lo || s[1] > hi)
-        return 0;
-    for (int i = 2; i < n; i++)
-        if (s[i] < 0x80 || s[i] > 0xbf)
-            return 0;
-    /* U+FFFE and U+FFFF are not XML characters. */
-    if (n == 3 && c == 0xef && s[1] == 0xbf && s[2] >= 0xbe)
-        return 0;
-    return n;
-}
-
-char *output_utf8_dup(const char *str)
-{
-    size_t n = strlen(str);
-    char *d = malloc(n + 1);
-    if (!d)
-        return NULL;
-    const unsigned char *s = (const unsigned char *)str;
-    size_t o = 0;
-    while (*s) {
-        int k = utf8_len(s);
-        if (k == 0) {
-            d[o++] = '?';
-            s++;
-        } else {
-            memcpy(d + o, s, (size_t)k);
-            o += (size_t)k;
-            s += k;
-        }
-    }
-    d[o] = '\0';
-    return d;
-}
-
-void output_xml_escape(FILE *f, const char *str)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    while (*s) {
-        int n = utf8_len(s);
-        if (n == 1) {
-            switch (*s) {
-            case '&':
-                fputs("&amp;", f);
-                break;
-            case '<':
-                fputs("&lt;", f);
-                break;
-            case '>':
-                fputs("&gt;", f);
-                break;
-            case '"':
-                fputs("&quot;", f);
-                break;
-            case '\'':
-                fputs("&#39;", f);
-                break;
-            default:
-                fputc(*s < 0x20 || *s == 0x7f ? '?' : *s, f);
-            }
-        } else if (n > 1) {
-            fwrite(s, 1, (size_t)n, f);
-        } else {
-            fputc('?', f);
-            n = 1;
-        }
-        s += n;
-    }
-}
-
-void output_json_escape(FILE *f, const char *str)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    while (*s) {
-        int n = utf8_len(s);
-        if (n == 1) {
-            if (*s == '"' || *s == '\\')
-                fprintf(f, "\\%c", *s);
-            else if (*s < 0x20)
-                fprintf(f, "\\u%04x", *s);
-            else
-                fputc(*s, f);
-        } else if (n > 1) {
-            fwrite(s, 1, (size_t)n, f);
-        } else {
-            fputc('?', f);
-            n = 1;
-        }
-        s += n;
-    }
 }

@@ -24,7 +24,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "output/output.h"
+#include "output/escape.h"
+#include "output/pprof.h"
 
 /* -- Encoder ------------------------------------------------------------------------------------ */
 
@@ -122,7 +123,7 @@ static uint32_t str_index_clean(struct strtab *t, const char *s);
  * as valid UTF-8 (decoders reject anything else in a proto3 string). */
 static uint32_t str_index(struct strtab *t, const char *s)
 {
-    char *clean = output_utf8_dup(s);
+    char *clean = escape_utf8_dup(s);
     if (!clean)
         return UINT32_MAX;
     uint32_t i = str_index_clean(t, clean);
@@ -248,7 +249,7 @@ static void put_value_type(struct pp_ctx *c, unsigned field, const char *type, c
 static int put_samples(struct pp_ctx *c, uint64_t period)
 {
     const struct profile *p = c->p;
-    uint32_t *path = malloc(FOLDED_MAX_DEPTH * sizeof(*path));
+    uint32_t *path = malloc(VIEW_MAX_DEPTH * sizeof(*path));
     if (!path)
         return -ENOMEM;
     uint32_t thread_key = sidx(c, "thread");
@@ -256,7 +257,7 @@ static int put_samples(struct pp_ctx *c, uint64_t period)
         uint64_t self = p->nodes[n].self;
         if (!self)
             continue;
-        size_t d = profile_stack(p, n, path, FOLDED_MAX_DEPTH);
+        size_t d = profile_stack(p, n, path, VIEW_MAX_DEPTH);
         const char *thread = NULL;
         for (size_t i = d; i-- > 0;) { /* leaf first */
             uint32_t fi = p->nodes[path[i]].frame;
@@ -320,7 +321,7 @@ int pprof_write(const struct profile *p, FILE *f)
     int rc = -ENOMEM;
     if (!label || !c.fn_key || !c.loc_fn || str_index(&c.st, "") != 0)
         goto out;
-    uint64_t period = output_period_ns(p);
+    uint64_t period = view_period_ns(p);
     put_value_type(&c, 1, "samples", "count");
     put_value_type(&c, 1, "cpu", "nanoseconds");
     rc = build_functions(&c, label, 4096);

@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "output/folded.h"
 #include "output/output.h"
+#include "output/render.h"
+#include "output/summary.h"
 
 static void usage(FILE *f)
 {

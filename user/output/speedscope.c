@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "output/output.h"
+#include "output/escape.h"
+#include "output/speedscope.h"
 
 #ifndef PYEBPF_VERSION
 #define PYEBPF_VERSION "dev"
@@ -46,15 +47,15 @@ static void put_frame(struct ss_ctx *c, uint32_t fi)
     FILE *f = c->f;
     fputs("{\"name\":\"", f);
     if (fr->kind == FRAME_PYTHON) {
-        output_json_escape(f, fr->name);
+        escape_json(f, fr->name);
     } else {
         profile_frame_label(c->p, fi, c->label, c->labelsz);
-        output_json_escape(f, c->label);
+        escape_json(f, c->label);
     }
     fputc('"', f);
     if (fr->file) {
         fputs(",\"file\":\"", f);
-        output_json_escape(f, fr->file);
+        escape_json(f, fr->file);
         fputc('"', f);
     }
     if (fr->line)
@@ -81,7 +82,7 @@ static void for_each_sample(const struct profile *p, const uint32_t *roots, size
 
 static void put_sample(struct ss_ctx *c, uint32_t node)
 {
-    size_t d = profile_stack(c->p, node, c->path, FOLDED_MAX_DEPTH);
+    size_t d = profile_stack(c->p, node, c->path, VIEW_MAX_DEPTH);
     fputs(c->first_item ? "[" : ",[", c->f);
     c->first_item = false;
     bool first = true;
@@ -108,7 +109,7 @@ static void put_profile(struct ss_ctx *c, const char *name, const uint32_t *root
     for (size_t i = 0; i < n; i++)
         end += c->p->nodes[roots[i]].total * c->weight;
     fprintf(c->f, "%s\n{\"type\":\"sampled\",\"name\":\"", first ? "" : ",");
-    output_json_escape(c->f, name);
+    escape_json(c->f, name);
     fprintf(c->f, "\",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\n\"samples\":[",
             ns ? "nanoseconds" : "none", (unsigned long long)end);
     c->first_item = true;
@@ -123,9 +124,9 @@ int speedscope_write(const struct profile *p, FILE *f)
 {
     struct ss_ctx c = {.p = p, .f = f, .labelsz = 4096};
     bool ns = p->meta.period_ns || p->meta.frequency;
-    c.weight = ns ? output_period_ns(p) : 1;
+    c.weight = ns ? view_period_ns(p) : 1;
     c.index = malloc((p->nframes + 1) * sizeof(*c.index));
-    c.path = malloc(FOLDED_MAX_DEPTH * sizeof(*c.path));
+    c.path = malloc(VIEW_MAX_DEPTH * sizeof(*c.path));
     c.label = malloc(c.labelsz);
     uint32_t *stack = malloc((p->nnodes + 1) * sizeof(*stack));
     uint32_t *others = malloc((p->nnodes + 1) * sizeof(*others));
@@ -153,7 +154,7 @@ int speedscope_write(const struct profile *p, FILE *f)
     size_t nothers = 0;
     bool first = true;
     uint32_t *threads;
-    int64_t nthreads = output_sorted_children(p, 0, &threads);
+    int64_t nthreads = view_sorted_children(p, 0, &threads);
     if (nthreads < 0) {
         rc = (int)nthreads;
         goto out;
@@ -173,7 +174,7 @@ int speedscope_write(const struct profile *p, FILE *f)
         put_profile(&c, "all threads", others, nothers, stack, ns, first);
     fputs("],\n\"name\":\"", f);
     if (p->meta.command)
-        output_json_escape(f, p->meta.command);
+        escape_json(f, p->meta.command);
     else
         fputs("pyebpf profile", f);
     fputs("\",\"activeProfileIndex\":0,\"exporter\":\"pyebpf " PYEBPF_VERSION "\"}\n", f);

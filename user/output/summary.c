@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "output/output.h"
+#include "profile/view.h"
 
 struct row {
     uint32_t frame; /* the frame that names the row */
@@ -56,14 +56,14 @@ static int group_frames(struct profile *v, enum summary_group by, uint32_t *grou
 int summary_print_by(const struct profile *p, FILE *f, unsigned topn, enum summary_group by)
 {
     struct profile v;
-    int rc = output_view(p, &v);
+    int rc = view_build(p, &v);
     if (rc)
         return rc;
     uint32_t nframes = v.nframes; /* those on stacks; grouping may add more */
     struct row *rows = NULL;
     uint32_t *stamp = NULL;
     uint32_t *group = malloc((nframes + 1) * sizeof(*group));
-    uint32_t *path = malloc(FOLDED_MAX_DEPTH * sizeof(*path));
+    uint32_t *path = malloc(VIEW_MAX_DEPTH * sizeof(*path));
     char *label = malloc(4096);
     if (!group || !path || !label) {
         rc = -ENOMEM;
@@ -85,7 +85,7 @@ int summary_print_by(const struct profile *p, FILE *f, unsigned topn, enum summa
         if (!self)
             continue;
         rows[group[v.nodes[n].frame]].self += self;
-        size_t d = profile_stack(&v, n, path, FOLDED_MAX_DEPTH);
+        size_t d = profile_stack(&v, n, path, VIEW_MAX_DEPTH);
         for (size_t i = 0; i < d; i++) {
             uint32_t g = group[v.nodes[path[i]].frame];
             if (stamp[g] == n) /* recursion: once per stack */

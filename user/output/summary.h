@@ -17,4 +17,7 @@ enum summary_group {
 /* Top `topn` rows by self samples. Returns 0 or -ENOMEM. */
 int summary_print_by(const struct profile *p, FILE *f, unsigned topn, enum summary_group by);
 
+/* The same, one row per function (SUMMARY_BY_FUNCTION). */
+int summary_print(const struct profile *p, FILE *f, unsigned topn);
+
 #endif

@@ -22,7 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "output/output.h"
+#include "output/escape.h"
+#include "output/svg.h"
 
 #define SVG_WIDTH  1200.0
 #define SVG_XPAD   10.0
@@ -109,7 +110,7 @@ static void fitted_text(FILE *f, const char *label, double w)
     if (fit < 3)
         return;
     if (n <= (size_t)fit) {
-        output_xml_escape(f, label);
+        escape_xml(f, label);
         return;
     }
     char cut[512];
@@ -119,7 +120,7 @@ static void fitted_text(FILE *f, const char *label, double w)
         keep--;
     memcpy(cut, label, keep);
     memcpy(cut + keep, "..", 3);
-    output_xml_escape(f, cut);
+    escape_xml(f, cut);
 }
 
 static int emit(struct svg_ctx *c, uint32_t node, uint64_t x, unsigned depth)
@@ -145,7 +146,7 @@ static int emit(struct svg_ctx *c, uint32_t node, uint64_t x, unsigned depth)
     FILE *f = c->f;
     fprintf(f, "<g class=\"f\" data-x=\"%llu\" data-w=\"%llu\" data-d=\"%u\" data-k=\"%s\"><title>",
             (unsigned long long)x, (unsigned long long)nd->total, depth, kind_tag(kind));
-    output_xml_escape(f, label);
+    escape_xml(f, label);
     fprintf(f, "\n%llu samples (%.2f%%)</title>", (unsigned long long)nd->total, pct);
     fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"rgb(%d,%d,%d)\"/>", px, py, w,
             SVG_FH - 1, rgb[0], rgb[1], rgb[2]);
@@ -154,7 +155,7 @@ static int emit(struct svg_ctx *c, uint32_t node, uint64_t x, unsigned depth)
     fputs("</text></g>\n", f);
 
     uint32_t *kids;
-    int64_t n = output_sorted_children(v, node, &kids);
+    int64_t n = view_sorted_children(v, node, &kids);
     if (n < 0)
         return (int)n;
     int rc = 0;
@@ -168,7 +169,7 @@ static int emit(struct svg_ctx *c, uint32_t node, uint64_t x, unsigned depth)
 
 extern const char svg_script[]; /* svg_js.c */
 
-static void header(struct svg_ctx *c, const struct output_opts *opts, double height)
+static void header(struct svg_ctx *c, const struct svg_opts *opts, double height)
 {
     const struct profile *v = c->v;
     FILE *f = c->f;
@@ -196,10 +197,10 @@ static void header(struct svg_ctx *c, const struct output_opts *opts, double hei
             height);
     fprintf(f, "<text id=\"title\" x=\"%.0f\" y=\"24\">", SVG_WIDTH / 2);
     if (opts && opts->title)
-        output_xml_escape(f, opts->title);
+        escape_xml(f, opts->title);
     else if (v->meta.command) {
         fputs("pyebpf: ", f);
-        output_xml_escape(f, v->meta.command);
+        escape_xml(f, v->meta.command);
     } else
         fputs("Flame graph", f);
     fputs("</text>\n", f);
@@ -250,10 +251,10 @@ static void footer(struct svg_ctx *c, double height)
     fprintf(f, "<script type=\"text/ecmascript\"><![CDATA[\n%s]]></script>\n</svg>\n", svg_script);
 }
 
-int svg_write(const struct profile *p, FILE *f, const struct output_opts *opts)
+int svg_write(const struct profile *p, FILE *f, const struct svg_opts *opts)
 {
     struct profile v;
-    int rc = output_view(p, &v);
+    int rc = view_build(p, &v);
     if (rc)
         return rc;
     struct svg_ctx c = {.v = &v, .f = f, .icicle = opts && opts->icicle, .labelsz = 4096};
