@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "symbols/elfsym.h"
+#include "symbols/ksyms.h"
 #include "symbols/maps.h"
 #include "symbols/proc.h"
 

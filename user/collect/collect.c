@@ -8,12 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "python/pykernel.h"
 #include <time.h>
 
 #include "collect/framecache.h"
 #include "collect/merge.h"
+#include "python/pykernel.h"
+#include "symbols/ksyms.h"
 
 /* A target that is not Python yet may be a launched command before its exec, or an
  * interpreter still starting: attaching is retried this often, for this long. */

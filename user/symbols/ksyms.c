@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbols/proc.h"
+#include "symbols/ksyms.h"
 
 struct ksym {
     uint64_t addr;

@@ -13,21 +13,7 @@
 #include <sys/types.h>
 
 #include "profile/profile.h"
-
-/* User registers at the sample (x86-64 names; aarch64 maps x29 to bp, x30 to lr). */
-struct unwind_regs {
-    uint64_t ip, sp, bp;
-    uint64_t bx, r12, r13, r14, r15; /* callee-saved, for CFI that restores them */
-    uint64_t lr;                     /* aarch64 only */
-};
-
-enum unwind_mode { UNWIND_AUTO = 0, UNWIND_FP, UNWIND_DWARF };
-
-/* Why an unwind stopped early (bit set in *stop). */
-#define UNWIND_STOP_NO_CFI   (1u << 0) /* no CFI covers an address */
-#define UNWIND_STOP_STACK    (1u << 1) /* needed a stack word beyond the copy */
-#define UNWIND_STOP_BAD      (1u << 2) /* CFA did not grow, or unmapped return address */
-#define UNWIND_STOP_MAXDEPTH (1u << 3)
+#include "unwind/unwind.h"
 
 struct symres {
     const char *name;     /* symbol, or NULL when unknown */
@@ -84,11 +70,5 @@ void proc_get_stats(const struct proc *p, struct proc_stats *out);
  * module has CFI and frame pointers elsewhere. */
 int proc_unwind(struct proc *p, enum unwind_mode mode, const struct unwind_regs *regs, const uint8_t *stack,
                 size_t stack_len, uint64_t stack_addr, uint64_t *ips, size_t max, unsigned *stop);
-
-/* Kernel symbols from /proc/kallsyms. */
-struct ksyms;
-int ksyms_open(struct ksyms **out);
-const char *ksyms_lookup(const struct ksyms *k, uint64_t addr, uint64_t *offset);
-void ksyms_close(struct ksyms *k);
 
 #endif

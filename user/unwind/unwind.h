@@ -9,8 +9,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "symbols/proc.h"
 #include "unwind/cfi_read.h"
+
+/* User registers at the sample (x86-64 names; aarch64 maps x29 to bp, x30 to lr). */
+struct unwind_regs {
+    uint64_t ip, sp, bp;
+    uint64_t bx, r12, r13, r14, r15; /* callee-saved, for CFI that restores them */
+    uint64_t lr;                     /* aarch64 only */
+};
+
+enum unwind_mode { UNWIND_AUTO = 0, UNWIND_FP, UNWIND_DWARF };
+
+/* Why an unwind stopped early (bit set in *stop). */
+#define UNWIND_STOP_NO_CFI   (1u << 0) /* no CFI covers an address */
+#define UNWIND_STOP_STACK    (1u << 1) /* needed a stack word beyond the copy */
+#define UNWIND_STOP_BAD      (1u << 2) /* CFA did not grow, or unmapped return address */
+#define UNWIND_STOP_MAXDEPTH (1u << 3)
 
 /* Module of ip: 0 with *cfi (NULL when the module has no CFI) and *bias (runtime - link-time
  * address), or -ENOENT when ip is in no executable mapping. */
@@ -30,7 +44,7 @@ void unwind_cache_clear(struct unwind_cache *c);
 void unwind_cache_free(struct unwind_cache *c);
 const struct unwind_stats *unwind_cache_stats(const struct unwind_cache *c);
 
-/* Same contract as proc_unwind (proc.h). */
+/* Same contract as proc_unwind (symbols/proc.h). */
 int unwind_stack(struct unwind_cache *c, unwind_find_fn find, void *arg, enum unwind_mode mode,
                  const struct unwind_regs *regs, const uint8_t *stack, size_t stack_len, uint64_t stack_addr,
                  uint64_t *ips, size_t max, unsigned *stop);
