@@ -393,10 +393,21 @@ static int start_bpf(struct run *r)
     return err;
 }
 
-/* --no-bpf: the user-space timer that reads the target's Python threads. */
+/* --no-bpf: the user-space timer that reads the target's Python threads into the collector. */
+static int nobpf_attach(void *c, pid_t pid)
+{
+    return collect_python_attach(c, pid);
+}
+
+static int nobpf_read(void *c, pid_t pid, pid_t tid, const char *comm)
+{
+    return collect_python_sample(c, pid, tid, comm);
+}
+
 static int start_nobpf(struct run *r)
 {
-    int err = nobpf_open(&r->nobpf, r->collector, r->o->pid, r->o->frequency);
+    const struct nobpf_reader rd = {.attach = nobpf_attach, .read = nobpf_read, .arg = r->collector};
+    int err = nobpf_open(&r->nobpf, &rd, r->o->pid, r->o->frequency);
 
     if (err)
         fprintf(stderr, "pyebpf-sample: %s\n", strerror(-err));

@@ -4,6 +4,7 @@
 #include "capture/nobpf.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,7 +22,7 @@ struct nthread {
 };
 
 struct nobpf {
-    struct collector *c;
+    struct nobpf_reader rd;
     pid_t pid;
     uint64_t period_ns, next_ns, rescan_ns;
     struct nthread *th;
@@ -37,14 +38,14 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int nobpf_open(struct nobpf **out, struct collector *c, pid_t pid, unsigned hz)
+int nobpf_open(struct nobpf **out, const struct nobpf_reader *rd, pid_t pid, unsigned hz)
 {
     struct nobpf *nb = calloc(1, sizeof(*nb));
 
     *out = NULL;
     if (!nb)
         return -ENOMEM;
-    nb->c = c;
+    nb->rd = *rd;
     nb->pid = pid;
     nb->period_ns = 1000000000ull / (hz ? hz : 1);
     nb->next_ns = mono_ns();
@@ -163,7 +164,7 @@ int nobpf_tick(struct nobpf *nb, uint64_t until_ns)
         nb->st.missed_ticks += behind;
         nb->next_ns += behind * nb->period_ns;
     }
-    r = collect_python_attach(nb->c, nb->pid);
+    r = nb->rd.attach(nb->rd.arg, nb->pid);
     if (r == -EAGAIN)
         return 0; /* still starting */
     if (r)
@@ -182,7 +183,7 @@ int nobpf_tick(struct nobpf *nb, uint64_t until_ns)
         if (t->dead)
             continue;
         nb->st.reads++;
-        r = collect_python_sample(nb->c, nb->pid, t->tid, t->comm);
+        r = nb->rd.read(nb->rd.arg, nb->pid, t->tid, t->comm);
         if (r == 1) {
             added++;
         } else if (r == 0) {

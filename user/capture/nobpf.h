@@ -18,9 +18,18 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "collect/collect.h"
-
 struct nobpf;
+
+/* What each tick drives (the collector's collect_python_attach and collect_python_sample):
+ *   attach  tried before the tick's reads: 0 attached, -EAGAIN not yet (the tick reads nothing),
+ *           another negative errno is what nobpf_tick returns;
+ *   read    one thread now: 1 a sample was added, 0 no Python frame, -ENOMEM is what nobpf_tick
+ *           returns, any other error drops the thread until the next listing. */
+struct nobpf_reader {
+    int (*attach)(void *arg, pid_t pid);
+    int (*read)(void *arg, pid_t pid, pid_t tid, const char *comm);
+    void *arg;
+};
 
 struct nobpf_stats {
     uint64_t ticks;        /* timer expiries handled */
@@ -31,7 +40,8 @@ struct nobpf_stats {
     uint64_t failed_reads; /* reads that failed (thread gone, not a Python thread) */
 };
 
-int nobpf_open(struct nobpf **out, struct collector *c, pid_t pid, unsigned hz);
+/* `rd` is copied. */
+int nobpf_open(struct nobpf **out, const struct nobpf_reader *rd, pid_t pid, unsigned hz);
 /* Sleeps until the next deadline (or `until_ns` on CLOCK_MONOTONIC, if sooner and non-zero),
  * then samples every thread if the deadline passed. Returns the number of samples added, -EINTR
  * when a signal cut the sleep, -ENOENT when the target is not Python, or another -errno. */
