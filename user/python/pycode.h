@@ -17,7 +17,13 @@
 #ifndef PYEBPF_PYCODE_H
 #define PYEBPF_PYCODE_H
 
-#include "python/pystack.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile/profile.h"
+#include "python/pyrt.h"
+#include "python/pystack_types.h"
 
 struct pycode;
 
