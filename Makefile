@@ -2,6 +2,7 @@
 #
 #   make setup      install the Debian packages the project needs, then build
 #   make            build libpyjit, pyebpf-sample, the Python module, tests
+#   make libpyjit   libpyjit alone (a C compiler is enough: no clang, bpftool or BTF)
 #   make test       run every unit and integration test; last line "N passed, N failed"
 #   make demo       sample a bundled Python workload, write demo.svg
 #   make bench      benchmarks (results: docs/benchmarks.md)
@@ -48,7 +49,9 @@ all:
 PYJIT_SRCS := $(filter-out jitdump/pyebpf_jit%.c,$(wildcard jitdump/*.c))
 PYJIT_OBJS := $(PYJIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
-$(BUILD)/obj/%.o: %.c | $(BUILD)/bpf/.skels
+# libpyjit needs only a C compiler: its objects do not wait on the BPF skeletons (user/ objects do,
+# below), so `make libpyjit` works without clang, bpftool or kernel BTF.
+$(BUILD)/obj/jitdump/%.o: jitdump/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -59,7 +62,9 @@ $(BUILD)/libpyjit.so: $(PYJIT_OBJS)
 $(BUILD)/pyjit.pc: jitdump/pyjit.pc.in
 	@mkdir -p $(@D)
 	sed 's|@PREFIX@|$(PREFIX)|;s|@VERSION@|$(VERSION)|' $< > $@
-all: $(BUILD)/libpyjit.a $(BUILD)/libpyjit.so $(BUILD)/pyjit.pc
+.PHONY: libpyjit
+libpyjit: $(BUILD)/libpyjit.a $(BUILD)/libpyjit.so $(BUILD)/pyjit.pc
+all: libpyjit
 
 # ---- BPF objects and skeletons ------------------------------------------------
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
@@ -76,9 +81,13 @@ $(BUILD)/bpf/.skels: $(BPF_SKELS)
 	@mkdir -p $(@D); touch $@
 
 # ---- pyebpf-sample ------------------------------------------------------------
-USER_SRCS := $(wildcard user/*.c)
+USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(USER_SRCS:%.c=$(BUILD)/obj/%.o)
 USER_LIB_OBJS := $(filter-out $(BUILD)/obj/user/main.o,$(USER_OBJS))
+
+$(BUILD)/obj/user/%.o: user/%.c | $(BUILD)/bpf/.skels
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 ifneq ($(wildcard user/main.c),)
 $(BUILD)/pyebpf-sample: $(USER_OBJS) $(BUILD)/libpyjit.a

@@ -1,5 +1,5 @@
 /*
- * pyreads — remote reads per sample of the Python frame reader (user/pystack), driven like a
+ * pyreads — remote reads per sample of the Python frame reader (user/python/pystack), driven like a
  * sampler: threads of the target in turn, one read every INTERVAL µs, and one line of numbers:
  *
  *   samples=N threads=T frames_per_sample=F calls_per_sample=C bytes_per_sample=B
@@ -26,9 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "profile.h"
-#include "pystack.h"
-#include "remote.h"
+#include "capture/remote.h"
+#include "profile/profile.h"
+#include "python/pystack.h"
 
 #define MAX_TIDS 1024
 

@@ -32,8 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collect.h"
-#include "profile.h"
+#include "collect/collect.h"
+#include "profile/profile.h"
 #include "sample.h"
 
 #define MAX_VARIANTS 16

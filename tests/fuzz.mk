@@ -25,14 +25,16 @@ FUZZ_CFLAGS        := -std=gnu11 -g -O1 -Wall -Wextra -Wno-unused-parameter -fno
 FUZZ_LIBS          := -ldw -lelf -lz -lm -lpthread -ldl
 
 # Parser sources each target links (the first one decides whether the target exists).
-FUZZ_SRCS_jitread  := user/jitread.c user/readfile.c
-FUZZ_SRCS_perfmap  := user/perfmap_read.c user/readfile.c
-FUZZ_SRCS_elfsym   := user/elfsym.c user/elfsym_plt.c user/cfi_read.c user/cfi_expr.c
-FUZZ_SRCS_cfi      := user/cfi_read.c user/cfi_expr.c
-FUZZ_SRCS_linetable := user/linetable.c
-FUZZ_SRCS_pyrt     := user/pyrt.c user/pyrt_debug.c user/maps.c user/remote.c
-FUZZ_SRCS_folded   := user/folded.c user/profile.c user/output.c user/svg.c user/svg_js.c \
-                      user/speedscope.c user/pprof.c user/summary.c
+FUZZ_SRCS_jitread  := user/symbols/jitread.c user/util/readfile.c
+FUZZ_SRCS_perfmap  := user/symbols/perfmap_read.c user/util/readfile.c
+FUZZ_SRCS_elfsym   := user/symbols/elfsym.c user/symbols/elfsym_plt.c user/unwind/cfi_read.c \
+                      user/unwind/cfi_expr.c
+FUZZ_SRCS_cfi      := user/unwind/cfi_read.c user/unwind/cfi_expr.c
+FUZZ_SRCS_linetable := user/python/linetable.c
+FUZZ_SRCS_pyrt     := user/python/pyrt.c user/python/pyrt_debug.c user/symbols/maps.c user/capture/remote.c
+FUZZ_SRCS_folded   := user/output/folded.c user/profile/profile.c user/profile/view.c user/output/escape.c \
+                      user/output/output.c user/output/svg.c user/output/svg_js.c user/output/speedscope.c \
+                      user/output/pprof.c user/output/summary.c
 
 # Targets are the tests/fuzz/fuzz_NAME.c that have a FUZZ_SRCS_NAME here (others, e.g. a module's
 # own target built by its fragment, are left to that fragment).
@@ -43,7 +45,7 @@ FUZZ_TARGETS   ?= $(FUZZ_HAVE)
 FUZZ_BINS      := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 
 .PHONY: fuzz fuzz-build fuzz-seeds fuzz-smoke fuzz-replay fuzz-list fuzz-missing
-FUZZ_HDRS := tests/fuzz/fuzz.h $(wildcard user/*.h jitdump/*.h)
+FUZZ_HDRS := tests/fuzz/fuzz.h $(wildcard user/*.h user/*/*.h jitdump/*.h)
 
 # Standalone replay driver (no libFuzzer runtime needed): runs files through a target built by
 # $(CC) with ASan+UBSan; tests/integration/fuzz_smoke.sh uses it to replay the committed seeds.

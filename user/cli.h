@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "proc.h"
+#include "unwind/unwind.h"
 
 #define CLI_DEFAULT_FREQUENCY 99 /* Hz; off the common 100 Hz timers so samples do not lock step */
 #define CLI_MAX_FREQUENCY     100000

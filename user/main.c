@@ -25,15 +25,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture/nobpf.h"
+#include "capture/sampler.h"
 #include "cli.h"
-#include "collect.h"
-#include "maps.h"
-#include "nobpf.h"
-#include "output.h"
-#include "profile.h"
+#include "collect/collect.h"
+#include "collect/stackends.h"
+#include "output/output.h"
+#include "output/render.h"
+#include "output/summary.h"
+#include "profile/profile.h"
 #include "progress.h"
-#include "sampler.h"
-#include "summary.h"
 #include "target.h"
 
 #define ALIVE_CHECK_NS 100000000ull
@@ -47,13 +48,9 @@ struct run {
     struct profile prof;
     uint64_t events;
     uint64_t collect_errors;
-    uint64_t stack_ends_set;
-    uint64_t stack_ends_fixed;
-    const char *stop_reason; /* target_exited, duration, signal */
-    double setup_cpu_us;     /* collector CPU spent before the first sample could arrive */
-    struct maps maps;        /* of maps_pid: where new threads' stacks end */
-    pid_t maps_pid;
-    uint64_t maps_reads;
+    const char *stop_reason;    /* target_exited, duration, signal */
+    double setup_cpu_us;        /* collector CPU spent before the first sample could arrive */
+    struct stackends stackends; /* where new threads' stacks end */
 
     /* The lifecycle main() walks through. */
     enum output_format fmt;
@@ -85,28 +82,6 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-/* End of the mapping that holds a new thread's stack pointer. The target's maps are cached and
- * re-read only when sp falls outside them (a new thread stack is usually a fresh mapping, or a
- * cached one glibc reuses). */
-static uint64_t stack_end(struct run *r, pid_t pid, uint64_t sp)
-{
-    const struct map_entry *e = NULL;
-
-    if (r->maps_pid == pid)
-        e = maps_find(&r->maps, sp);
-    if (!e) {
-        maps_free(&r->maps);
-        memset(&r->maps, 0, sizeof(r->maps));
-        r->maps_pid = 0;
-        r->maps_reads++;
-        if (maps_read(&r->maps, pid))
-            return 0;
-        r->maps_pid = pid;
-        e = maps_find(&r->maps, sp);
-    }
-    return e && (e->prot & MAPS_W) ? e->end : 0;
-}
-
 static int on_event(void *ctx, const struct sample_event *ev, size_t len)
 {
     struct run *r = ctx;
@@ -118,23 +93,8 @@ static int on_event(void *ctx, const struct sample_event *ev, size_t len)
         r->collect_errors++;
         return 0;
     }
-    if (ev->tid == ev->pid || !ev->regs.sp || r->o->unwind == UNWIND_FP)
-        return 0; /* the main thread is bounded by mm->start_stack in the kernel */
-    if (fresh) {
-        /* A new thread: bound its stack copies by the end of its stack mapping from now on. */
-        uint64_t end = stack_end(r, ev->pid, ev->regs.sp);
-
-        if (end && !sampler_set_stack_end(r->sampler, ev->tid, end))
-            r->stack_ends_set++;
-    } else if ((ev->flags & SAMPLE_F_COPY_BOUNDED) && ev->stack_len < r->o->stack_size) {
-        /* A bound that stops short of the mapping's end is stale (the tid was reused by a
-         * thread on another stack): learn it again. */
-        const struct map_entry *e = r->maps_pid == (pid_t)ev->pid ? maps_find(&r->maps, ev->regs.sp) : NULL;
-        uint64_t copied_end = ev->stack_addr + ev->stack_len;
-
-        if (e && e->end >= copied_end + 8 && !sampler_set_stack_end(r->sampler, ev->tid, e->end))
-            r->stack_ends_fixed++;
-    }
+    if (r->o->unwind != UNWIND_FP)
+        stackends_learn(&r->stackends, r->sampler, ev, fresh, r->o->stack_size);
     return 0;
 }
 
@@ -218,9 +178,9 @@ static void print_stats(FILE *f, struct run *r)
     fprintf(f, "stack_copy_errors: %" PRIu64 "\n", sc->copy_err);
     fprintf(f, "stack_copy_retries: %" PRIu64 "\n", sc->copy_retry);
     fprintf(f, "stack_copy_avg_bytes: %.0f\n", cs.samples ? (double)cs.stack_copy_bytes / cs.samples : 0.0);
-    fprintf(f, "stack_ends_known: %" PRIu64 "\n", r->stack_ends_set);
-    fprintf(f, "stack_end_map_reads: %" PRIu64 "\n", r->maps_reads);
-    fprintf(f, "stack_ends_fixed: %" PRIu64 "\n", r->stack_ends_fixed);
+    fprintf(f, "stack_ends_known: %" PRIu64 "\n", r->stackends.set);
+    fprintf(f, "stack_end_map_reads: %" PRIu64 "\n", r->stackends.map_reads);
+    fprintf(f, "stack_ends_fixed: %" PRIu64 "\n", r->stackends.fixed);
     struct proc_stats ps;
 
     collect_proc_stats(r->collector, &ps);
@@ -392,10 +352,21 @@ static int start_bpf(struct run *r)
     return err;
 }
 
-/* --no-bpf: the user-space timer that reads the target's Python threads. */
+/* --no-bpf: the user-space timer that reads the target's Python threads into the collector. */
+static int nobpf_attach(void *c, pid_t pid)
+{
+    return collect_python_attach(c, pid);
+}
+
+static int nobpf_read(void *c, pid_t pid, pid_t tid, const char *comm)
+{
+    return collect_python_sample(c, pid, tid, comm);
+}
+
 static int start_nobpf(struct run *r)
 {
-    int err = nobpf_open(&r->nobpf, r->collector, r->o->pid, r->o->frequency);
+    const struct nobpf_reader rd = {.attach = nobpf_attach, .read = nobpf_read, .arg = r->collector};
+    int err = nobpf_open(&r->nobpf, &rd, r->o->pid, r->o->frequency);
 
     if (err)
         fprintf(stderr, "pyebpf-sample: %s\n", strerror(-err));
@@ -606,7 +577,7 @@ static void cleanup(struct run *r)
         sampler_close(r->sampler);
     nobpf_close(r->nobpf);
     collect_close(r->collector);
-    maps_free(&r->maps);
+    stackends_free(&r->stackends);
     profile_free(&r->prof);
 }
 

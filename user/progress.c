@@ -8,8 +8,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "collect.h"
-#include "sampler.h"
+#include "capture/sampler.h"
+#include "collect/collect.h"
 
 #define NS_PER_S             1000000000ull
 #define PROGRESS_INTERVAL_NS (NS_PER_S / PROGRESS_HZ)

@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the .eh_frame / .debug_frame decoder (user/cfi_read.c) that the unwinder runs on
+ * Fuzz target: the .eh_frame / .debug_frame decoder (user/unwind/cfi_read.c) that the unwinder runs on
  * every mapped module and on JIT code's registered CFI.
  *
  * Input layout (all little-endian):
@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfi_read.h"
 #include "fuzz.h"
+#include "unwind/cfi_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

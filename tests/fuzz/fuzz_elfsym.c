@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the ELF symbol reader (user/elfsym.c, on libelf) as the collector uses it for
+ * Fuzz target: the ELF symbol reader (user/symbols/elfsym.c, on libelf) as the collector uses it for
  * each mapped file. Input: the bytes of an ELF file, opened from memory with elfsym_open_image
  * (the vDSO path). Then every PT_LOAD bias, symbol lookups across the file's address range and
  * a few CFI lookups are exercised; returned strings must be readable.
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elfsym.h"
 #include "fuzz.h"
+#include "symbols/elfsym.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the folded-text reader (user/folded.c) that `pyebpf-sample render` runs on files
+ * Fuzz target: the folded-text reader (user/output/folded.c) that `pyebpf-sample render` runs on files
  * users hand it, and the writers fed by what it read.
  *
  * Input: folded text (need not be NUL-terminated). Checks:
@@ -15,8 +15,12 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "output.h"
-#include "profile.h"
+#include "output/folded.h"
+#include "output/pprof.h"
+#include "output/speedscope.h"
+#include "output/summary.h"
+#include "output/svg.h"
+#include "profile/profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -102,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     switch (size % 4) {
     case 0:
-        svg_write(&p1, devnull, &(struct output_opts){.title = NULL, .icicle = size & 4});
+        svg_write(&p1, devnull, &(struct svg_opts){.title = NULL, .icicle = size & 4});
         break;
     case 1:
         speedscope_write(&p1, devnull);

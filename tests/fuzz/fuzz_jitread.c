@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the jitdump reader (user/jitread.c). Input: the bytes of a jit-PID.dump file.
+ * Fuzz target: the jitdump reader (user/symbols/jitread.c). Input: the bytes of a jit-PID.dump file.
  * Beyond "no crash", checks what callers rely on: the parse never claims more bytes than it was
  * given, every string and blob it returns is readable to its stated length, and jitread_find
  * returns a region that covers the address asked for.
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "jitread.h"
+#include "symbols/jitread.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the CPython location-table decoder (user/linetable.c). The table bytes come
+ * Fuzz target: the CPython location-table decoder (user/python/linetable.c). The table bytes come
  * from the target's memory (co_linetable of a code object), so they are hostile input.
  *
  * Input: i32 co_firstlineno, u32 a code unit to look up, then the table bytes.
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "linetable.h"
+#include "python/linetable.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the perf map reader (user/perfmap_read.c). Input: the text of a perf-PID.map
+ * Fuzz target: the perf map reader (user/symbols/perfmap_read.c). Input: the text of a perf-PID.map
  * (not NUL-terminated: the reader is given a length). Checks the promises of perfmap_read.h: the
  * table is sorted by start, names are readable strings, and perfmap_read_find returns an entry
  * that covers the address asked for.
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "perfmap_read.h"
+#include "symbols/perfmap_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

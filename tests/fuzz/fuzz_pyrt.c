@@ -1,5 +1,5 @@
 /*
- * Fuzz target: validation of CPython 3.13's _Py_DebugOffsets (user/pyrt.c), the table a target
+ * Fuzz target: validation of CPython 3.13's _Py_DebugOffsets (user/python/pyrt.c), the table a target
  * process hands us about its own struct layouts — i.e. input the target controls.
  *
  * Input: the first bytes of _PyRuntime.
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "pyrt.h"
+#include "python/pyrt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

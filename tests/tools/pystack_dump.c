@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "profile.h"
-#include "pystack.h"
+#include "profile/profile.h"
+#include "python/pystack.h"
 
 static double now_us(void)
 {

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "cfi_read.h"
+#include "unwind/cfi_read.h"
 
 #define LIBC  "/usr/lib/x86_64-linux-gnu/libc.so.6"
 #define PY311 "/usr/bin/python3.11"

@@ -1,4 +1,4 @@
-/* Unit tests for user/collect.c: records made by hand, of this very process, turned into profile
+/* Unit tests for user/collect/collect.c: records made by hand, of this very process, turned into profile
  * stacks (thread root, symbolised native frames root → leaf, kernel frames, unknown addresses). */
 #include <errno.h>
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "collect.h"
+#include "collect/collect.h"
 
 __attribute__((noinline)) int test_leaf_fn(int x)
 {

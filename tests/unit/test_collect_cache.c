@@ -1,4 +1,4 @@
-/* Unit tests for the collector's caches: user/framecache.c on its own, the stack cache of
+/* Unit tests for the collector's caches: user/collect/framecache.c on its own, the stack cache of
  * profile_add, and the frame cache inside collect_sample on records of this very process (and of
  * a forked child), including every way an address's name can change: JIT regions published late
  * or republished at the same address (a reused code slot), mappings replaced, another process. */
@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "collect.h"
-#include "framecache.h"
+#include "collect/collect.h"
+#include "collect/framecache.h"
 
 /* -- framecache on its own ----------------------------------------------------------------- */
 

@@ -26,9 +26,10 @@
 
 #include <cmocka.h>
 
-#include "elfsym.h"
-#include "maps.h"
-#include "proc.h"
+#include "symbols/elfsym.h"
+#include "symbols/ksyms.h"
+#include "symbols/maps.h"
+#include "symbols/proc.h"
 
 #define LIBC  "/usr/lib/x86_64-linux-gnu/libc.so.6"
 #define PY311 "/usr/bin/python3.11"

@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "elfsym.h"
+#include "symbols/elfsym.h"
 
 #define LIBC  "/usr/lib/x86_64-linux-gnu/libc.so.6"
 #define PY311 "/usr/bin/python3.11"

@@ -1,4 +1,4 @@
-/* Unit tests for user/folded.c: the writer, and the reader on good, bad and random input. */
+/* Unit tests for user/output/folded.c: the writer, and the reader on good, bad and random input. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "output.h"
+#include "output/folded.h"
 
 static int setup(void **state)
 {

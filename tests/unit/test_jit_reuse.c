@@ -15,10 +15,10 @@
 
 #include <cmocka.h>
 
-#include "collect.h"
-#include "jitsyms.h"
-#include "proc.h"
+#include "collect/collect.h"
 #include "pyjit.h"
+#include "symbols/jitsyms.h"
+#include "symbols/proc.h"
 
 static uint64_t mono_ns(void)
 {

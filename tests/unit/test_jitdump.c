@@ -23,7 +23,7 @@
 
 #include "jitdump.h"
 #include "jitdump_format.h"
-#include "jitread.h"
+#include "symbols/jitread.h"
 
 /* Trampoline-shaped bytes (x86-64 push/mov/call/pop/ret); the writer only copies them. */
 static const uint8_t tramp[14] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x89, 0xf8,

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "linetable.h"
+#include "python/linetable.h"
 
 static const char *pythons[] = {
     "/usr/bin/python3.11",

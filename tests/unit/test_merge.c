@@ -1,4 +1,4 @@
-/* Unit tests for user/merge.c: the merge rule on hand-made stacks (leaf first). */
+/* Unit tests for user/collect/merge.c: the merge rule on hand-made stacks (leaf first). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "merge.h"
+#include "collect/merge.h"
 
 #define LIB "/usr/lib/libpython3.12.so.1.0"
 

@@ -1,4 +1,4 @@
-/* Unit tests for user/output.c and the writers: formats, atomic replacement (no symlink followed),
+/* Unit tests for user/output/output.c and the writers: formats, atomic replacement (no symlink followed),
  * escaping, the content of SVG / speedscope / pprof / summary, and render_main's arguments. */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,10 @@
 
 #include <cmocka.h>
 
-#include "output.h"
+#include "output/escape.h"
+#include "output/output.h"
+#include "output/render.h"
+#include "output/summary.h"
 
 struct fixture {
     struct profile p;
@@ -281,14 +284,14 @@ static void test_escape(void **state)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    output_xml_escape(f, "a<b>&\"'\x01 \xc3\xa9 \xff \xe2\x82 \xed\xa0\x80 \xef\xbf\xbe \xf0\x9f\x94\xa5");
+    escape_xml(f, "a<b>&\"'\x01 \xc3\xa9 \xff \xe2\x82 \xed\xa0\x80 \xef\xbf\xbe \xf0\x9f\x94\xa5");
     fputc('|', f);
-    output_json_escape(f, "q\"\\\n\x1f \xc3\xa9 \xc0\xaf");
+    escape_json(f, "q\"\\\n\x1f \xc3\xa9 \xc0\xaf");
     fclose(f);
     assert_string_equal(buf, "a&lt;b&gt;&amp;&quot;&#39;? \xc3\xa9 ? ?? ??? ??? \xf0\x9f\x94\xa5|"
                              "q\\\"\\\\\\u000a\\u001f \xc3\xa9 ??");
     free(buf);
-    char *d = output_utf8_dup("ok \xc3\xa9 \xff\xc3 \xf0\x9f\x94\xa5");
+    char *d = escape_utf8_dup("ok \xc3\xa9 \xff\xc3 \xf0\x9f\x94\xa5");
     assert_string_equal(d, "ok \xc3\xa9 ?? \xf0\x9f\x94\xa5");
     free(d);
 }

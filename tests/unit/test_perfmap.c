@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "jitdump.h"
-#include "perfmap_read.h"
+#include "symbols/perfmap_read.h"
 
 static char dir[64];
 

@@ -1,4 +1,4 @@
-/* Unit tests for user/profile.c: interning, the stack trie, totals, labels, walking. */
+/* Unit tests for user/profile/profile.c: interning, the stack trie, totals, labels, walking. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "profile.h"
+#include "profile/profile.h"
 
 static int setup(void **state)
 {

@@ -1,4 +1,4 @@
-/* Unit tests for user/pykernel.c and the Python reader of bpf/sample.bpf.c: layouts of 3.11 to
+/* Unit tests for user/python/pykernel.c and the Python reader of bpf/sample.bpf.c: layouts of 3.11 to
  * 3.15 converted for the program, records decoded (every owner / entry tag), and (as root) the
  * real program reading synthetic frame chains built in this process: exact frames, the cap and
  * its flag, a looping chain, an invalid frame, 3.14's tagged code words and owners 3 and 4, and a
@@ -22,8 +22,8 @@
 
 #include <cmocka.h>
 
-#include "pykernel.h"
-#include "sampler.h"
+#include "capture/sampler.h"
+#include "python/pykernel.h"
 
 /* Offsets of the x86-64 default builds (docs/python-frames.md). */
 static struct pyrt_layout layout_311(void)

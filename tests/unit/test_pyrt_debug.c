@@ -1,5 +1,5 @@
 /*
- * _Py_DebugOffsets per version (user/pyrt_debug.c): the .PyRuntime data of every interpreter on
+ * _Py_DebugOffsets per version (user/python/pyrt_debug.c): the .PyRuntime data of every interpreter on
  * the machine (pyenv 3.13.0; Debian's 3.14 and 3.15 under build/pythons after `make
  * test-pythons`) is parsed and compared with what the interpreter itself says about its objects
  * (code objects' __basicsize__, sys.getsizeof of strings and bytes); then the refusals: bad
@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "pyrt.h"
+#include "python/pyrt.h"
 
 struct interp {
     const char *exe; /* the ELF holding .PyRuntime (python or libpython) */

@@ -1,5 +1,5 @@
 /*
- * CPython 3.15's JIT executors read from outside (user/pyrt_jit.c): a PYTHON_JIT=1 hot loop on
+ * CPython 3.15's JIT executors read from outside (user/symbols/pyrt_jit.c): a PYTHON_JIT=1 hot loop on
  * Debian's 3.15 (build/pythons, `make test-pythons`); the regions must be executable anonymous
  * memory of the target, carry the name CPython registered and CFI that finds the frame through
  * rbp, agree with what readelf decodes from the image, be re-read without
@@ -20,9 +20,9 @@
 
 #include <cmocka.h>
 
-#include "jitsyms.h"
-#include "pyrt.h"
-#include "pyrt_jit.h"
+#include "python/pyrt.h"
+#include "symbols/jitsyms.h"
+#include "symbols/pyrt_jit.h"
 
 #define PY315 "build/pythons/bin/python3.15"
 

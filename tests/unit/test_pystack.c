@@ -25,9 +25,9 @@
 
 #include <cmocka.h>
 
-#include "profile.h"
-#include "pystack.h"
+#include "profile/profile.h"
 #include "pytargets.h"
+#include "python/pystack.h"
 #include "sample.h"
 
 /* -- Target processes ------------------------------------------------------------------------- */

@@ -1,5 +1,5 @@
 /*
- * The data-stack window and gap reads of the frame reader (user/pydstack.[ch], user/pystack.c).
+ * The data-stack window and gap reads of the frame reader (user/python/pydstack.[ch], user/python/pystack.c).
  *
  * First the arithmetic on hand-made words (which chunk, how far, what is read), then the reader
  * against real interpreters (tests/py/nested.py varied: random call trees that change at every
@@ -26,10 +26,10 @@
 
 #include <cmocka.h>
 
-#include "profile.h"
-#include "pydstack.h"
-#include "pystack.h"
+#include "profile/profile.h"
 #include "pytargets.h"
+#include "python/pydstack.h"
+#include "python/pystack.h"
 
 /* -- Words, windows, gaps ------------------------------------------------------------------- */
 

@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "jitread.h"
-#include "perfmap_read.h"
-#include "readfile.h"
+#include "symbols/jitread.h"
+#include "symbols/perfmap_read.h"
+#include "util/readfile.h"
 
 static char dir[64];
 

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "remote.h"
+#include "capture/remote.h"
 
 static uint8_t pattern[4096];
 

@@ -1,4 +1,4 @@
-/* Unit tests for user/sampler.c: argument checks, failure messages, and
+/* Unit tests for user/capture/sampler.c: argument checks, failure messages, and
  * (as root) the real BPF program sampling this test process: ids, registers, stacks, copy. */
 #include <errno.h>
 #include <setjmp.h>
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "sampler.h"
+#include "capture/sampler.h"
 
 static int never(void *ctx, const struct sample_event *ev, size_t len)
 {

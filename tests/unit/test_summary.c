@@ -14,8 +14,7 @@
 
 #include <cmocka.h>
 
-#include "output.h"
-#include "summary.h"
+#include "output/summary.h"
 
 /*   100 samples:
  *     main;word_counts:25                 30

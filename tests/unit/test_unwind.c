@@ -34,9 +34,9 @@
 #include <cmocka.h>
 
 #include "jitdump.h"
-#include "jitsyms.h"
-#include "maps.h"
-#include "proc.h"
+#include "symbols/jitsyms.h"
+#include "symbols/maps.h"
+#include "symbols/proc.h"
 
 #define STACK_MAX (512 * 1024)
 

@@ -23,8 +23,8 @@
 
 #include <cmocka.h>
 
-#include "cfi_read.h"
-#include "unwind.h"
+#include "unwind/cfi_read.h"
+#include "unwind/unwind.h"
 
 static const uint8_t EH[] = {
     /* 0x00 CIE */

@@ -1,0 +1,323 @@
+/*
+ * pykernel — feeds the in-kernel Python reader and turns its chains into frames (pykernel.h).
+ */
+#include "python/pykernel.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/sampler.h"
+
+#define MAX_RAW 1024 /* frames decoded per record (SAMPLE_PY_FRAMES_MAX) */
+
+/* A process whose layout the kernel has, or that cannot have one (refused: never retried). */
+struct pk_proc {
+    pid_t pid;
+    bool refused;
+};
+
+struct pykernel {
+    struct sampler *s;
+    struct pk_proc *procs;
+    size_t nprocs, cap_procs;
+    uint32_t *tids; /* open addressing set of taught tids (0: empty), power-of-two size */
+    size_t ntids, cap_tids;
+    struct pystack_raw *raw;
+    struct pykernel_stats st;
+};
+
+_Static_assert(MAX_RAW >= SAMPLE_PY_FRAMES_MAX, "a record's chain fits the decode buffer");
+
+/* -- Layout --------------------------------------------------------------------------------- */
+
+struct span {
+    uint32_t lo, hi;
+};
+
+static void span_add(struct span *sp, uint32_t off, uint32_t size)
+{
+    if (off < sp->lo)
+        sp->lo = off;
+    if (off + size > sp->hi)
+        sp->hi = off + size;
+}
+
+/* Offset of an 8-byte field inside a slice starting at lo: must be 8-aligned there. */
+static int rel8(uint32_t off, uint32_t lo, uint16_t *out)
+{
+    if ((off - lo) & 7 || off - lo > SAMPLE_PY_SLICE_MAX - 8)
+        return -ENOTSUP;
+    *out = (uint16_t)(off - lo);
+    return 0;
+}
+
+int pykernel_layout(const struct pyrt_layout *in, struct sample_pylayout *out)
+{
+    struct span ts = {UINT32_MAX, 0}, fr = {UINT32_MAX, 0};
+    int rc = 0;
+
+    memset(out, 0, sizeof(*out));
+    span_add(&ts, in->ts_native_thread_id, 8);
+    span_add(&ts, in->ts_cframe ? in->ts_cframe : in->ts_current_frame, 8);
+    ts.lo &= ~7u;
+    span_add(&fr, in->f_code, 8);
+    span_add(&fr, in->f_previous, 8);
+    span_add(&fr, in->f_instr, 8);
+    span_add(&fr, in->f_owner, 1);
+    if (in->f_is_entry >= 0)
+        span_add(&fr, (uint32_t)in->f_is_entry, 1);
+    fr.lo &= ~7u;
+    if (ts.hi - ts.lo > SAMPLE_PY_SLICE_MAX || fr.hi - fr.lo > SAMPLE_PY_SLICE_MAX ||
+        in->cf_current_frame > 0xfff0)
+        return -ENOTSUP;
+    out->ts_lo = (uint16_t)ts.lo;
+    out->ts_len = (uint16_t)(ts.hi - ts.lo);
+    out->f_lo = (uint16_t)fr.lo;
+    out->f_len = (uint16_t)(fr.hi - fr.lo);
+    rc |= rel8(in->ts_native_thread_id, ts.lo, &out->ts_native_thread_id);
+    if (in->ts_cframe) {
+        rc |= rel8(in->ts_cframe, ts.lo, &out->ts_cframe);
+        out->cf_current_frame = (uint16_t)in->cf_current_frame;
+        out->ts_current_frame = SAMPLE_PY_NONE;
+    } else {
+        out->ts_cframe = SAMPLE_PY_NONE;
+        rc |= rel8(in->ts_current_frame, ts.lo, &out->ts_current_frame);
+    }
+    rc |= rel8(in->f_code, fr.lo, &out->f_code);
+    rc |= rel8(in->f_previous, fr.lo, &out->f_previous);
+    rc |= rel8(in->f_instr, fr.lo, &out->f_instr);
+    out->f_owner = (uint16_t)(in->f_owner - fr.lo);
+    out->f_is_entry = in->f_is_entry >= 0 ? (uint16_t)((uint32_t)in->f_is_entry - fr.lo) : SAMPLE_PY_NONE;
+    /* Owners: 0..2 (3.11), 0..3 (3.12, 3.13, 3.15), 0..4 (3.14); the record's tag holds up
+     * to SAMPLE_PY_OWNER_MAX, and an entry flag only beside owners 0..2 (sample.h). */
+    out->max_owner = in->f_owner_max;
+    if (in->f_owner_max > SAMPLE_PY_OWNER_MAX || (in->f_is_entry >= 0 && in->f_owner_max > 2))
+        rc = -1;
+    /* f_executable's tag (3.14+: the low 2 bits) must leave the 8-byte alignment checked. */
+    out->code_tag = (uint8_t)(~in->f_code_mask & SAMPLE_PY_TAG_MASK);
+    if (~in->f_code_mask & ~SAMPLE_PY_TAG_MASK)
+        rc = -1;
+    /* The code identity block: whole words, at most what the program folds. */
+    out->co_id_lo = (uint16_t)in->co_id_start;
+    out->co_id_len = (uint16_t)in->co_id_size;
+    out->co_id_qualname = (uint16_t)(in->co_qualname - in->co_id_start);
+    out->str_length = (uint16_t)in->str_length;
+    if (in->co_id_size < 8 || in->co_id_size > SAMPLE_PY_ID_MAX || in->co_id_size % 8 ||
+        in->co_id_start > 0xfff0 || in->co_qualname < in->co_id_start ||
+        in->co_qualname + 8 > in->co_id_start + in->co_id_size || in->co_qualname % 8 ||
+        in->str_length > 0xfff0)
+        rc = -1;
+    return rc ? -ENOTSUP : 0;
+}
+
+/* -- Records -------------------------------------------------------------------------------- */
+
+int pykernel_decode(const struct sample_event *ev, size_t len, struct pystack_raw *out, size_t max,
+                    bool *truncated)
+{
+    size_t off = offsetof(struct sample_event, stack) + (size_t)ev->stack_len;
+    size_t n = ev->py_count;
+    const uint8_t *p;
+
+    if (!pykernel_has_chain(ev))
+        return -ENOENT;
+    if (len < off || (len - off) / sizeof(struct sample_pyframe) < n)
+        return -EINVAL;
+    *truncated = (ev->py_flags & SAMPLE_PY_TRUNCATED) != 0;
+    if (n > max) {
+        n = max;
+        *truncated = true;
+    }
+    p = (const uint8_t *)ev + off;
+    for (size_t i = 0; i < n; i++) {
+        struct sample_pyframe f;
+        uint8_t tag;
+
+        memcpy(&f, p + i * sizeof(f), sizeof(f)); /* 8-aligned, but the record is bytes */
+        tag = (uint8_t)(f.code & SAMPLE_PY_TAG_MASK);
+        out[i].code = f.code & SAMPLE_PY_CODE_MASK;
+        out[i].instr = f.instr;
+        out[i].ident = f.ident;
+        out[i].is_entry = tag >= SAMPLE_PY_TAG_ENTRY;
+        out[i].owner = (uint8_t)(tag >= SAMPLE_PY_TAG_ENTRY ? tag - SAMPLE_PY_TAG_ENTRY : tag);
+    }
+    return (int)n;
+}
+
+/* -- Lifecycle ------------------------------------------------------------------------------ */
+
+int pykernel_open(struct pykernel **out, struct sampler *s)
+{
+    struct pykernel *pk = calloc(1, sizeof(*pk));
+
+    *out = NULL;
+    if (!pk)
+        return -ENOMEM;
+    pk->s = s;
+    pk->cap_tids = 64;
+    pk->tids = calloc(pk->cap_tids, sizeof(*pk->tids));
+    pk->raw = calloc(MAX_RAW, sizeof(*pk->raw));
+    if (!pk->tids || !pk->raw) {
+        pykernel_close(pk);
+        return -ENOMEM;
+    }
+    *out = pk;
+    return 0;
+}
+
+void pykernel_close(struct pykernel *pk)
+{
+    if (!pk)
+        return;
+    free(pk->procs);
+    free(pk->tids);
+    free(pk->raw);
+    free(pk);
+}
+
+void pykernel_get_stats(const struct pykernel *pk, struct pykernel_stats *st)
+{
+    *st = pk->st;
+}
+
+void pykernel_print_stats(const struct pykernel *pk, FILE *f)
+{
+    struct sampler_counters c;
+
+    fprintf(f, "python_samples_in_kernel: %" PRIu64 "\n", pk->st.samples_in_kernel);
+    fprintf(f, "python_kernel_fallbacks: %" PRIu64 "\n", pk->st.fallbacks);
+    fprintf(f, "python_threads_in_kernel: %" PRIu64 "\n", pk->st.threads_taught);
+    fprintf(f, "python_kernel_stale: %" PRIu64 "\n", pk->st.stale);
+    fprintf(f, "python_kernel_broken: %" PRIu64 "\n", pk->st.broken);
+    fprintf(f, "python_kernel_truncated: %" PRIu64 "\n", pk->st.truncated);
+    if (pk->s && !sampler_counters(pk->s, &c)) {
+        fprintf(f, "python_kernel_reads: %" PRIu64 "\n", c.py_reads);
+        fprintf(f, "python_kernel_reads_per_sample: %.2f\n",
+                pk->st.samples_in_kernel ? (double)c.py_reads / (double)pk->st.samples_in_kernel : 0.0);
+        fprintf(f, "python_kernel_window_misses: %" PRIu64 "\n", c.py_misses);
+        fprintf(f, "python_kernel_ident_reads_per_sample: %.2f\n",
+                pk->st.samples_in_kernel ? (double)c.py_idents / (double)pk->st.samples_in_kernel : 0.0);
+    }
+}
+
+/* -- Teaching the kernel -------------------------------------------------------------------- */
+
+static size_t tid_slot(const struct pykernel *pk, uint32_t tid)
+{
+    size_t j = (tid * 2654435761u) & (pk->cap_tids - 1);
+
+    while (pk->tids[j] && pk->tids[j] != tid)
+        j = (j + 1) & (pk->cap_tids - 1);
+    return j;
+}
+
+static int tids_grow(struct pykernel *pk)
+{
+    uint32_t *old = pk->tids;
+    size_t ocap = pk->cap_tids;
+
+    pk->tids = calloc(ocap * 2, sizeof(*pk->tids));
+    if (!pk->tids) {
+        pk->tids = old;
+        return -ENOMEM;
+    }
+    pk->cap_tids = ocap * 2;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i])
+            pk->tids[tid_slot(pk, old[i])] = old[i];
+    free(old);
+    return 0;
+}
+
+/* The process's layout into the kernel, once. False when the kernel cannot read it. */
+static bool proc_ready(struct pykernel *pk, struct pystack *ps, pid_t pid)
+{
+    struct sample_pylayout L;
+    struct pk_proc *p;
+
+    for (size_t i = 0; i < pk->nprocs; i++)
+        if (pk->procs[i].pid == pid)
+            return !pk->procs[i].refused;
+    if (pk->nprocs == pk->cap_procs) {
+        size_t cap = pk->cap_procs ? pk->cap_procs * 2 : 4;
+        struct pk_proc *n = realloc(pk->procs, cap * sizeof(*n));
+
+        if (!n)
+            return false;
+        pk->procs = n;
+        pk->cap_procs = cap;
+    }
+    p = &pk->procs[pk->nprocs++];
+    p->pid = pid;
+    p->refused =
+        pykernel_layout(&pystack_runtime(ps)->L, &L) != 0 || sampler_set_py_layout(pk->s, pid, &L) != 0;
+    return !p->refused;
+}
+
+/* After a remote read of tid: its thread state into the kernel, unless it is there already. A
+ * stale record means the kernel dropped the entry: teach it again. */
+static void teach(struct pykernel *pk, struct pystack *ps, const struct sample_event *ev)
+{
+    uint64_t tstate;
+    size_t j;
+
+    if (!pk->s || !sampler_py_frames(pk->s) || !proc_ready(pk, ps, ev->pid))
+        return;
+    j = tid_slot(pk, ev->tid);
+    if (pk->tids[j] && !(ev->py_flags & SAMPLE_PY_STALE))
+        return;
+    if (pystack_thread_state(ps, ev->tid, &tstate) || sampler_set_py_thread(pk->s, ev->tid, tstate))
+        return;
+    pk->st.threads_taught++;
+    if (!pk->tids[j]) {
+        pk->tids[j] = ev->tid;
+        if (++pk->ntids * 2 > pk->cap_tids)
+            tids_grow(pk);
+    }
+}
+
+/* Whether the captured chain starts (leaf side) with an eval-loop entry shim: the merge pairs the
+ * innermost eval-loop frame with no Python frame then (symbolizing drops the shim). */
+static bool leaf_shim(struct pystack *ps, const struct pystack_raw *raw, size_t n)
+{
+    return n && pystack_runtime(ps)->L.minor >= 12 && raw[0].owner >= PYRT_OWNED_BY_CSTACK;
+}
+
+int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample_event *ev, size_t len,
+                    struct pystack_frame *out, size_t max, unsigned *flags, bool *in_kernel)
+{
+    bool truncated = false;
+    int n;
+
+    if (in_kernel)
+        *in_kernel = false;
+    n = pykernel_decode(ev, len, pk->raw, MAX_RAW, &truncated);
+    if (n >= 0) {
+        bool shim = leaf_shim(ps, pk->raw, (size_t)n);
+
+        /* Named from entries of the objects that ran (pycode.h): a frame that cannot be named
+         * shows so; a remote read now would only put another instant's chain in its place. */
+        n = pystack_symbolize(ps, pk->raw, (size_t)n, truncated, out, max);
+        pk->st.samples_in_kernel++;
+        pk->st.frames_in_kernel += n > 0 ? (uint64_t)n : 0;
+        if (truncated)
+            pk->st.truncated++;
+        if (flags)
+            *flags = (truncated ? PYSTACK_TRUNCATED : 0) | (shim ? PYSTACK_LEAF_SHIM : 0);
+        if (in_kernel)
+            *in_kernel = true;
+        return n;
+    }
+    pk->st.fallbacks++;
+    if (ev->py_flags & SAMPLE_PY_STALE)
+        pk->st.stale++;
+    if (ev->py_flags & SAMPLE_PY_BROKEN)
+        pk->st.broken++;
+    n = pystack_read(ps, ev->tid, out, max, flags);
+    if (n >= 0)
+        teach(pk, ps, ev);
+    return n;
+}

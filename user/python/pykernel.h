@@ -1,0 +1,76 @@
+/*
+ * pykernel — the user-space side of the in-kernel Python reader (bpf/sample.bpf.c, py_capture).
+ *
+ *   attach:  pyrt layout ──pykernel_layout──▶ struct sample_pylayout ──▶ map py_layouts[tgid]
+ *   sample:  record with a chain (SAMPLE_PY_CAPTURED) ──▶ raw frames ──▶ pystack_symbolize
+ *                                                         (code objects only, cached)
+ *            record without one (thread unknown to the kernel, stale, broken)
+ *                ──▶ pystack_read (batched remote reads), then the thread's state from
+ *                    pystack's tables goes into map py_threads[tid], so the next samples of the
+ *                    thread come with their chain
+ *
+ * A thread is taught to the kernel once; the program drops an entry whose thread state no longer
+ * names its tid (the thread ended), and the next fallback teaches it again.
+ */
+#ifndef PYEBPF_PYKERNEL_H
+#define PYEBPF_PYKERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "python/pyrt.h"
+#include "python/pystack.h"
+#include "sample.h"
+
+struct sampler;
+struct pykernel;
+
+struct pykernel_stats {
+    uint64_t samples_in_kernel; /* records whose Python frames came from the kernel */
+    uint64_t frames_in_kernel;  /* frames delivered by the kernel (python_frames_in_kernel) */
+    uint64_t fallbacks;         /* records read remotely instead */
+    uint64_t threads_taught;    /* thread states put into the kernel's map */
+    uint64_t stale;             /* records whose thread state no longer named the thread */
+    uint64_t broken;            /* records whose chain the kernel gave up */
+    uint64_t truncated;         /* kernel chains cut at the frame cap */
+};
+
+/* Converts a runtime layout into the program's; -ENOTSUP when a slice would exceed
+ * SAMPLE_PY_SLICE_MAX or an 8-byte field is not 8-byte aligned in its slice. */
+int pykernel_layout(const struct pyrt_layout *in, struct sample_pylayout *out);
+
+/* The chain a record carries, leaf first, as pystack_symbolize input. Returns the number of
+ * frames (up to max; *truncated also set when max cut it), -ENOENT when the record has no chain
+ * (check ev->py_flags for why), -EINVAL when it does not fit in len. */
+int pykernel_decode(const struct sample_event *ev, size_t len, struct pystack_raw *out, size_t max,
+                    bool *truncated);
+
+/* Whether record ev carries a usable chain (pykernel_decode would not return -ENOENT). */
+static inline bool pykernel_has_chain(const struct sample_event *ev)
+{
+    return (ev->py_flags & SAMPLE_PY_CAPTURED) && !(ev->py_flags & (SAMPLE_PY_STALE | SAMPLE_PY_BROKEN));
+}
+
+/* s may be NULL: then every record falls back to pystack_read. */
+int pykernel_open(struct pykernel **out, struct sampler *s);
+void pykernel_close(struct pykernel *pk);
+
+/* The Python frames of record ev (process ev->pid, read through ps), leaf first, like
+ * pystack_read: the kernel's chain when the record has one, else a remote read (and the thread
+ * is taught to the kernel). *in_kernel (may be NULL) says which. A chain is named later than it
+ * ran, from the code objects' identities of the sample instant: one freed meanwhile is named
+ * PYSTACK_FREED, never read again from the stack as it is now. */
+int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample_event *ev, size_t len,
+                    struct pystack_frame *out, size_t max, unsigned *flags, bool *in_kernel);
+
+void pykernel_get_stats(const struct pykernel *pk, struct pykernel_stats *st);
+/* `key: value` lines for --stats (python_frames_in_kernel is printed by the collector):
+ * python_samples_in_kernel, python_kernel_fallbacks, python_threads_in_kernel, python_kernel_stale,
+ * python_kernel_broken, python_kernel_truncated, and the program's
+ * python_kernel_reads (user memory reads of the walk), python_kernel_reads_per_sample,
+ * python_kernel_window_misses, python_kernel_ident_reads_per_sample (code identity blocks read). */
+void pykernel_print_stats(const struct pykernel *pk, FILE *f);
+
+#endif

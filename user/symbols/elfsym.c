@@ -1,0 +1,628 @@
+/*
+ * elfsym — ELF symbol tables, load segments and CFI of one file, via libelf over a private
+ * read-only mapping of the file (symbol names point into it: no copies).
+ */
+#include "symbols/elfsym.h"
+#include "symbols/elfsym_plt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BUILD_ID_MAX 64
+
+struct sym {
+    uint64_t addr, size;
+    const char *name;
+    unsigned rank; /* at one address the global name wins over weak, weak over local, local over
+                    * a synthesized name@plt */
+};
+
+struct load {
+    uint64_t vaddr, offset, filesz, memsz;
+    bool exec;
+};
+
+struct image {
+    void *bytes;
+    size_t size;
+    bool mapped; /* munmap, else free */
+    Elf *elf;
+};
+
+struct elf_file {
+    struct elfsym_cache *cache; /* NULL once the cache is gone */
+    unsigned refs;
+    char *name;
+    uint8_t build_id[BUILD_ID_MAX];
+    size_t build_id_len;
+    dev_t dev;
+    ino_t ino;
+    off_t fsize;
+    struct timespec mtime;
+    struct load *loads;
+    size_t nloads;
+    struct sym *syms;
+    size_t nsyms;
+    char *plt_names; /* "name@plt" strings of the PLT entries, one block */
+    bool from_debug;
+    bool has_cfi;
+    struct cfi_table cfi;
+    struct image main, debug;
+};
+
+struct elfsym_cache {
+    struct elf_file **v;
+    size_t n, cap;
+};
+
+int elfsym_cache_new(struct elfsym_cache **out)
+{
+    if (elf_version(EV_CURRENT) == EV_NONE)
+        return -ENOSYS;
+    *out = calloc(1, sizeof(**out));
+    return *out ? 0 : -ENOMEM;
+}
+
+void elfsym_cache_free(struct elfsym_cache *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n; i++)
+        c->v[i]->cache = NULL;
+    free(c->v);
+    free(c);
+}
+
+static void image_free(struct image *im)
+{
+    if (im->elf)
+        elf_end(im->elf);
+    if (im->mapped)
+        munmap(im->bytes, im->size);
+    else
+        free(im->bytes);
+    memset(im, 0, sizeof(*im));
+}
+
+static int image_map(struct image *im, int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    if (st.st_size < (off_t)sizeof(Elf64_Ehdr))
+        return -ENOEXEC;
+    /* Private and writable so libelf may fix things up in place; the file is never written. */
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED)
+        return -errno;
+    im->bytes = p;
+    im->size = (size_t)st.st_size;
+    im->mapped = true;
+    im->elf = elf_memory(p, im->size);
+    if (!im->elf || elf_kind(im->elf) != ELF_K_ELF || gelf_getclass(im->elf) != ELFCLASS64) {
+        image_free(im);
+        return -ENOEXEC;
+    }
+    return 0;
+}
+
+static Elf_Scn *find_section(Elf *e, const char *want, GElf_Shdr *sh)
+{
+    size_t shstrndx;
+    if (elf_getshdrstrndx(e, &shstrndx) < 0)
+        return NULL;
+    for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
+        if (!gelf_getshdr(s, sh))
+            continue;
+        const char *n = elf_strptr(e, shstrndx, sh->sh_name);
+        if (n && !strcmp(n, want))
+            return s;
+    }
+    return NULL;
+}
+
+static Elf_Data *section_data(Elf_Scn *s, GElf_Shdr *sh)
+{
+    if (sh->sh_type == SHT_NOBITS)
+        return NULL;
+    if ((sh->sh_flags & SHF_COMPRESSED) && elf_compress(s, 0, 0) < 0)
+        return NULL;
+    return elf_getdata(s, NULL);
+}
+
+static size_t read_build_id(Elf *e, uint8_t *out)
+{
+    for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_NOTE)
+            continue;
+        Elf_Data *d = elf_getdata(s, NULL);
+        if (!d)
+            continue;
+        GElf_Nhdr nh;
+        size_t off = 0, name_off, desc_off, next;
+        while ((next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+            if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+                !memcmp((char *)d->d_buf + name_off, "GNU", 4) && nh.n_descsz <= BUILD_ID_MAX) {
+                memcpy(out, (char *)d->d_buf + desc_off, nh.n_descsz);
+                return nh.n_descsz;
+            }
+            off = next;
+        }
+    }
+    return 0;
+}
+
+/* -- Symbols ------------------------------------------------------------------------------- */
+
+static int add_symbols(struct elf_file *f, Elf *e, Elf64_Word type)
+{
+    for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(s, &sh) || sh.sh_type != type || !sh.sh_entsize)
+            continue;
+        Elf_Data *d = elf_getdata(s, NULL);
+        size_t n = sh.sh_size / sh.sh_entsize;
+        /* n == 0 would make realloc free f->syms and return NULL (a double free later) */
+        if (!d || !n)
+            continue;
+        if (n > SIZE_MAX / sizeof(struct sym) - f->nsyms)
+            return -ENOMEM;
+        struct sym *v = realloc(f->syms, (f->nsyms + n) * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        f->syms = v;
+        for (size_t i = 0; i < n; i++) {
+            GElf_Sym sym;
+            if (!gelf_getsym(d, (int)i, &sym))
+                continue;
+            int t = GELF_ST_TYPE(sym.st_info);
+            if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
+                continue;
+            const char *name = elf_strptr(e, sh.sh_link, sym.st_name);
+            if (!name || !*name)
+                continue;
+            int b = GELF_ST_BIND(sym.st_info);
+            unsigned rank = b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2;
+            f->syms[f->nsyms++] = (struct sym){sym.st_value, sym.st_size, name, rank};
+        }
+    }
+    return 0;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+    const struct sym *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return strcmp(x->name, y->name); /* deterministic among aliases */
+}
+
+/* Keeps the best-ranked name at each address, with the largest size seen there. */
+static void dedup_symbols(struct elf_file *f)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < f->nsyms; i++) {
+        if (w && f->syms[w - 1].addr == f->syms[i].addr) {
+            if (f->syms[i].size > f->syms[w - 1].size)
+                f->syms[w - 1].size = f->syms[i].size;
+            continue;
+        }
+        f->syms[w++] = f->syms[i];
+    }
+    f->nsyms = w;
+}
+
+static void sort_symbols(struct elf_file *f)
+{
+    if (f->nsyms > 1) /* syms is NULL for a file without symbols */
+        qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym);
+    dedup_symbols(f);
+}
+
+/* Merges add[0..n), sorted, into the sorted table (room for n more already allocated). */
+static void merge_symbols(struct elf_file *f, const struct sym *add, size_t n)
+{
+    size_t i = f->nsyms, j = n, w = f->nsyms + n;
+    while (j > 0) {
+        if (i > 0 && cmp_sym(&f->syms[i - 1], &add[j - 1]) > 0)
+            f->syms[--w] = f->syms[--i];
+        else
+            f->syms[--w] = add[--j];
+    }
+    f->nsyms += n;
+    dedup_symbols(f);
+}
+
+static bool has_section_type(Elf *e, Elf64_Word type)
+{
+    for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
+        GElf_Shdr sh;
+        if (gelf_getshdr(s, &sh) && sh.sh_type == type && sh.sh_size)
+            return true;
+    }
+    return false;
+}
+
+/* Name of an IRELATIVE stub's target: the symbol starting at the resolver's address. */
+static const char *symbol_at(const struct elf_file *f, uint64_t addr)
+{
+    uint64_t off;
+    const char *name = elfsym_lookup(f, addr, &off);
+    return name && !off ? name : NULL;
+}
+
+/* Adds "name@plt" symbols for the PLT stubs, ranked below any real symbol at the same address
+ * (runs after sort_symbols: an IFUNC stub takes the name of its resolver). An
+ * IFUNC stub without a symbol there is "*ABS*+0xADDR@plt", as objdump prints it; PLT0 and
+ * other stubs calling nothing known are "[plt]". */
+static int add_plt_symbols(struct elf_file *f)
+{
+    struct elfplt_entry *v;
+    size_t n, bytes = 0;
+    int err = elfplt_read(f->main.elf, &v, &n);
+    if (err || !n)
+        return err;
+    char abs[32];
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].bare)
+            continue;
+        const char *nm = v[i].name ? v[i].name : (v[i].name = symbol_at(f, v[i].resolver));
+        bytes += (nm ? strlen(nm) : (size_t)snprintf(abs, sizeof(abs), "*ABS*+%#" PRIx64, v[i].resolver)) + 5;
+    }
+    struct sym *nv = realloc(f->syms, (f->nsyms + n) * sizeof(*nv));
+    if (nv)
+        f->syms = nv;
+    if (!nv || !(f->plt_names = malloc(bytes ? bytes : 1))) {
+        free(v);
+        return -ENOMEM;
+    }
+    /* sorted apart and merged in: a second sort of the whole table would cost more than the
+     * rest of the file's loading */
+    struct sym *add = malloc(n * sizeof(*add));
+    if (!add) {
+        free(v);
+        return -ENOMEM;
+    }
+    char *w = f->plt_names;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].bare) {
+            add[i] = (struct sym){v[i].addr, v[i].size, "[plt]", 3};
+            continue;
+        }
+        int len = v[i].name ? snprintf(w, bytes, "%s@plt", v[i].name)
+                            : snprintf(w, bytes, "*ABS*+%#" PRIx64 "@plt", v[i].resolver);
+        add[i] = (struct sym){v[i].addr, v[i].size, w, 3};
+        w += len + 1;
+        bytes -= (size_t)len + 1;
+    }
+    free(v);
+    qsort(add, n, sizeof(*add), cmp_sym);
+    merge_symbols(f, add, n);
+    free(add);
+    return 0;
+}
+
+/* -- Separate debug files ------------------------------------------------------------------ */
+
+static int try_debug(struct elf_file *f, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct image im = {0};
+    int err = image_map(&im, fd);
+    close(fd);
+    if (err)
+        return err;
+    uint8_t id[BUILD_ID_MAX];
+    size_t n = read_build_id(im.elf, id);
+    if (f->build_id_len && n && (n != f->build_id_len || memcmp(id, f->build_id, n))) {
+        image_free(&im);
+        return -ESTALE;
+    }
+    if (!has_section_type(im.elf, SHT_SYMTAB)) {
+        image_free(&im);
+        return -ENOENT;
+    }
+    f->debug = im;
+    return 0;
+}
+
+/* Looks for the debug file by build-id, then by .gnu_debuglink next to the file and under
+ * ROOT/usr/lib/debug. `path` is the file's path in the target's namespace. */
+static void find_debug(struct elf_file *f, const char *root, const char *path)
+{
+    char buf[4096];
+    if (f->build_id_len >= 2) {
+        int n = snprintf(buf, sizeof(buf), "%s/usr/lib/debug/.build-id/%02x/", root, f->build_id[0]);
+        for (size_t i = 1; i < f->build_id_len && n < (int)sizeof(buf) - 8; i++)
+            n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%02x", f->build_id[i]);
+        snprintf(buf + n, sizeof(buf) - (size_t)n, ".debug");
+        if (!try_debug(f, buf))
+            return;
+    }
+    GElf_Shdr sh;
+    Elf_Scn *s = find_section(f->main.elf, ".gnu_debuglink", &sh);
+    Elf_Data *d = s ? section_data(s, &sh) : NULL;
+    if (!d || !d->d_size || !path || path[0] != '/')
+        return;
+    const char *link = d->d_buf;
+    if (!memchr(link, '\0', d->d_size))
+        return;
+    const char *slash = strrchr(path, '/');
+    int dirlen = (int)(slash - path);
+    static const char *const fmts[] = {"%s/usr/lib/debug%.*s/%s", "%s%.*s/.debug/%s"};
+    for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+        snprintf(buf, sizeof(buf), fmts[i], root, dirlen, path, link);
+        if (!try_debug(f, buf))
+            return;
+    }
+}
+
+/* -- Loading -------------------------------------------------------------------------------- */
+
+static int read_loads(struct elf_file *f)
+{
+    size_t n;
+    if (elf_getphdrnum(f->main.elf, &n) < 0)
+        return -ENOEXEC;
+    f->loads = calloc(n ? n : 1, sizeof(*f->loads));
+    if (!f->loads)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(f->main.elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+            f->loads[f->nloads++] =
+                (struct load){ph.p_vaddr, ph.p_offset, ph.p_filesz, ph.p_memsz, (ph.p_flags & PF_X) != 0};
+    }
+    return 0;
+}
+
+static void read_cfi(struct elf_file *f)
+{
+    GElf_Shdr sh, hsh;
+    Elf_Scn *s = find_section(f->main.elf, ".eh_frame", &sh);
+    Elf_Data *d = s ? section_data(s, &sh) : NULL;
+    if (d && d->d_size) {
+        Elf_Scn *hs = find_section(f->main.elf, ".eh_frame_hdr", &hsh);
+        Elf_Data *hd = hs ? section_data(hs, &hsh) : NULL;
+        if (!cfi_table_init(&f->cfi, d->d_buf, d->d_size, sh.sh_addr, false, hd ? hd->d_buf : NULL,
+                            hd ? hd->d_size : 0, hd ? hsh.sh_addr : 0)) {
+            f->has_cfi = true;
+            return;
+        }
+    }
+    Elf *srcs[2] = {f->main.elf, f->debug.elf};
+    for (int i = 0; i < 2; i++) {
+        if (!srcs[i] || !(s = find_section(srcs[i], ".debug_frame", &sh)))
+            continue;
+        d = section_data(s, &sh);
+        if (d && d->d_size && !cfi_table_init(&f->cfi, d->d_buf, d->d_size, 0, true, NULL, 0, 0)) {
+            f->has_cfi = true;
+            return;
+        }
+    }
+}
+
+static int load(struct elf_file *f, const char *root)
+{
+    int err = read_loads(f);
+    if (err)
+        return err;
+    if (!has_section_type(f->main.elf, SHT_SYMTAB))
+        find_debug(f, root ? root : "", f->name);
+    Elf *symsrc = f->debug.elf ? f->debug.elf : f->main.elf;
+    f->from_debug = f->debug.elf != NULL;
+    if ((err = add_symbols(f, symsrc, SHT_SYMTAB)) || (err = add_symbols(f, f->main.elf, SHT_DYNSYM)))
+        return err;
+    sort_symbols(f);
+    add_plt_symbols(f); /* optional: without memory for them the file keeps its own symbols */
+    read_cfi(f);
+    return 0;
+}
+
+static void file_free(struct elf_file *f)
+{
+    if (f->has_cfi)
+        cfi_table_free(&f->cfi);
+    image_free(&f->debug);
+    image_free(&f->main);
+    free(f->syms);
+    free(f->plt_names);
+    free(f->loads);
+    free(f->name);
+    free(f);
+}
+
+static int cache_add(struct elfsym_cache *c, struct elf_file *f)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 32;
+        void *v = realloc(c->v, cap * sizeof(*c->v));
+        if (!v)
+            return -ENOMEM;
+        c->v = v;
+        c->cap = cap;
+    }
+    c->v[c->n++] = f;
+    f->cache = c;
+    return 0;
+}
+
+static struct elf_file *cache_find(struct elfsym_cache *c, const struct elf_file *key)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        struct elf_file *f = c->v[i];
+        if (key->build_id_len
+                ? f->build_id_len == key->build_id_len &&
+                      !memcmp(f->build_id, key->build_id, key->build_id_len)
+                : !f->build_id_len && f->dev == key->dev && f->ino == key->ino && f->fsize == key->fsize &&
+                      f->mtime.tv_sec == key->mtime.tv_sec && f->mtime.tv_nsec == key->mtime.tv_nsec)
+            return f;
+    }
+    return NULL;
+}
+
+/* Finishes opening f (main image set): cache hit returns the cached file instead. */
+static int finish_open(struct elfsym_cache *c, struct elf_file *f, const char *name, const char *root,
+                       struct elf_file **out)
+{
+    f->refs = 1;
+    f->build_id_len = read_build_id(f->main.elf, f->build_id);
+    struct elf_file *hit = cache_find(c, f);
+    if (hit) {
+        file_free(f);
+        elfsym_get(hit);
+        *out = hit;
+        return 0;
+    }
+    int err = -ENOMEM;
+    if (!(f->name = strdup(name)) || (err = load(f, root)) || (err = cache_add(c, f))) {
+        file_free(f);
+        return err;
+    }
+    *out = f;
+    return 0;
+}
+
+int elfsym_open(struct elfsym_cache *c, int fd, const char *name, const char *root, struct elf_file **out)
+{
+    struct elf_file *f = calloc(1, sizeof(*f));
+    if (!f)
+        return -ENOMEM;
+    struct stat st;
+    int err = fstat(fd, &st) < 0 ? -errno : image_map(&f->main, fd);
+    if (err) {
+        free(f);
+        return err;
+    }
+    f->dev = st.st_dev;
+    f->ino = st.st_ino;
+    f->fsize = st.st_size;
+    f->mtime = st.st_mtim;
+    return finish_open(c, f, name, root, out);
+}
+
+int elfsym_open_image(struct elfsym_cache *c, void *image, size_t size, const char *name,
+                      struct elf_file **out)
+{
+    struct elf_file *f = calloc(1, sizeof(*f));
+    if (!f) {
+        free(image);
+        return -ENOMEM;
+    }
+    f->main = (struct image){image, size, false, elf_memory(image, size)};
+    if (!f->main.elf || elf_kind(f->main.elf) != ELF_K_ELF || gelf_getclass(f->main.elf) != ELFCLASS64) {
+        file_free(f);
+        return -ENOEXEC;
+    }
+    f->ino = (ino_t)-1; /* images without a build-id never match a file */
+    return finish_open(c, f, name, NULL, out);
+}
+
+void elfsym_get(struct elf_file *f)
+{
+    f->refs++;
+}
+
+void elfsym_put(struct elf_file *f)
+{
+    if (!f || --f->refs)
+        return;
+    struct elfsym_cache *c = f->cache;
+    for (size_t i = 0; c && i < c->n; i++)
+        if (c->v[i] == f) {
+            c->v[i] = c->v[--c->n];
+            break;
+        }
+    file_free(f);
+}
+
+/* -- Queries ------------------------------------------------------------------------------- */
+
+int elfsym_bias(const struct elf_file *f, uint64_t map_start, uint64_t map_offset, uint64_t *bias)
+{
+    for (size_t i = 0; i < f->nloads; i++) {
+        const struct load *l = &f->loads[i];
+        /* Mappings start at the page holding p_offset, so compare page-aligned. */
+        uint64_t lo = l->offset & ~0xfffull;
+        if (map_offset >= lo && map_offset < l->offset + (l->filesz ? l->filesz : 1)) {
+            *bias = map_start - map_offset + l->offset - l->vaddr;
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+/* A symbol without size covers up to the next symbol, within one executable segment. */
+static bool same_exec_segment(const struct elf_file *f, uint64_t a, uint64_t b)
+{
+    for (size_t i = 0; i < f->nloads; i++) {
+        const struct load *l = &f->loads[i];
+        if (l->exec && a - l->vaddr < l->memsz)
+            return b - l->vaddr < l->memsz;
+    }
+    return false;
+}
+
+const char *elfsym_lookup(const struct elf_file *f, uint64_t vaddr, uint64_t *offset)
+{
+    size_t lo = 0, hi = f->nsyms;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->syms[mid].addr <= vaddr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* The nearest start may be a small symbol that ended; a few steps back find an enclosing
+     * one (nested symbols are rare and shallow). */
+    for (size_t i = lo, steps = 0; i > 0 && steps < 4; i--, steps++) {
+        const struct sym *s = &f->syms[i - 1];
+        bool inside = s->size ? vaddr - s->addr < s->size
+                              : i == lo && steps == 0 && same_exec_segment(f, s->addr, vaddr);
+        if (inside) {
+            *offset = vaddr - s->addr;
+            return s->name;
+        }
+    }
+    return NULL;
+}
+
+const struct cfi_table *elfsym_cfi(const struct elf_file *f)
+{
+    return f->has_cfi ? &f->cfi : NULL;
+}
+
+const char *elfsym_name(const struct elf_file *f)
+{
+    return f->name;
+}
+
+size_t elfsym_count(const struct elf_file *f)
+{
+    return f->nsyms;
+}
+
+const uint8_t *elfsym_build_id(const struct elf_file *f, size_t *len)
+{
+    *len = f->build_id_len;
+    return f->build_id_len ? f->build_id : NULL;
+}
+
+bool elfsym_from_debug_file(const struct elf_file *f)
+{
+    return f->from_debug;
+}
