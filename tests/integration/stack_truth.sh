@@ -6,7 +6,8 @@
 #   objects' addresses reused at once), and module code exec'd from strings: no frame named after
 #   another code object (churn_<n> over leaf_<k> with k != n % 7, a leaf under a frame that never
 #   calls it, ...) with BPF, over at least MIN_CHURN_LEAF checked samples; with --no-bpf, where
-#   the frames and the code objects are copied while the target runs, at most MAX_TORN_PCT %.
+#   the frames and the code objects are copied while the target runs, at most
+#   MAX_MISNAMED_NOBPF_PCT %.
 # - Impossible stacks (truth_calls.py): f0..f15, where f<i> calls only f<j> with j > i, stacks
 #   changing every few microseconds: none with BPF; with --no-bpf a torn read must be marked
 #   ([truncated] root, <unreadable>), and at most MAX_TORN_PCT % of the unmarked stacks are
@@ -27,7 +28,11 @@ HZ=997
 CAP_SECONDS=30      # -d: a run normally ends when its workload does
 MIN_CHURN_LEAF=100  # churn_<n> -> leaf samples a churn run must hold (else it proves nothing)
 MIN_CALLS=500       # samples of the call graph a calls run must hold
-MAX_TORN_PCT=0.1    # --no-bpf: impossible (unmarked) or misnamed stacks, in %
+MAX_TORN_PCT=0.1    # --no-bpf: impossible stacks among the unmarked ones, in %
+# --no-bpf: misnamed churn samples, in %. A remote read races the target: a code object freed
+# between the call that read its header and the one that reads its strings can lend another
+# object's text (1-5 in ~2,700 samples seen on Debian 3.11); with BPF the bound is 0.
+MAX_MISNAMED_NOBPF_PCT=0.5
 TRUTH_RUNS=${TRUTH_RUNS:-3}
 STARTUP_SECONDS=4
 STARTUP_HZ=499
@@ -163,7 +168,7 @@ for line in "${PYS[@]}"; do
     mkdir -p "$d"
     [ ${#envs[@]} = 0 ] || echo "# $label: ${envs[*]}, sys._jit.is_enabled() $(env "${envs[@]}" "$py" -c 'import sys; print(sys._jit.is_enabled())' 2>&1 | tail -1)"
     churn "$label" BPF 0
-    churn "$label" --no-bpf "$MAX_TORN_PCT" --no-bpf
+    churn "$label" --no-bpf "$MAX_MISNAMED_NOBPF_PCT" --no-bpf
     calls "$label" BPF 0
     calls "$label" --no-bpf "$MAX_TORN_PCT" --no-bpf
     [ "$label" = "$STARTUP_PYTHON" ] && startup "$label"
