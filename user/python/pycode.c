@@ -253,6 +253,13 @@ static uint64_t code_ident(const struct pycode *c, const uint8_t *hdr, const uin
     return sample_py_ident(hdr + (L->co_id_start - L->co_hdr_start), L->co_id_size, length, hash);
 }
 
+/* The object an in-kernel frame ran was freed before it could be named (pycode.h). */
+static void mark_freed(struct pycode *c, struct code_entry *e)
+{
+    e->gone = true;
+    c->st->code_freed++;
+}
+
 /* Applies a freshly read header to the entry, with its qualname's length and hash words read in
  * the same call (`qual`; NULL: not read). A filled entry stays only when both are as they were:
  * on 3.11 a new code object often takes a freed one's address with every pointer of its header
@@ -264,12 +271,11 @@ static bool apply_header(struct pycode *c, struct code_entry *e, const uint8_t *
 
     e->checked = c->sample;
     e->bad = e->gone = false;
-    if (e->ident && c->rt->code_type && hdr_u64(c, hdr, L->ob_type) != c->rt->code_type) {
-        e->gone = true; /* what ran is no code object any more: freed */
-        c->st->code_freed++;
-        return false;
-    }
     if (c->rt->code_type && hdr_u64(c, hdr, L->ob_type) != c->rt->code_type) {
+        if (e->ident) { /* what ran is no code object any more */
+            mark_freed(c, e);
+            return false;
+        }
         e->bad = true;
         c->st->bad_code++;
         if (e->state != CODE_EMPTY)
@@ -427,8 +433,7 @@ static void fetch(struct pycode *c, struct code_entry **todo, size_t n)
     for (size_t i = 0; i < n; i++) {
         struct code_entry *e = todo[i];
         if (e->ident && (!segs[3 * i].ok || code_ident(c, e->hdr, hb[3 * i]) != e->ident)) {
-            e->gone = true;
-            c->st->code_freed++;
+            mark_freed(c, e);
             segs[3 * i].ok = segs[3 * i + 1].ok = segs[3 * i + 2].ok = false;
         }
     }
@@ -518,13 +523,10 @@ static void resolve(struct pycode *c, const struct pystack_raw *raw, size_t n)
     if (nneed) {
         /* Each header, and for a filled entry its qualname's words, in one call. */
         struct remote_seg segs[2 * FETCH_MAX];
-        uint8_t(*quals)[PYCODE_QUAL_SIZE] = calloc(nneed, PYCODE_QUAL_SIZE);
-        uint8_t *hdrs = malloc(nneed * L->co_hdr_size);
-        if (!hdrs || !quals) {
-            free(hdrs);
-            free(quals);
+        uint8_t *hdrs = malloc(nneed * (L->co_hdr_size + PYCODE_QUAL_SIZE));
+        if (!hdrs)
             return;
-        }
+        uint8_t(*quals)[PYCODE_QUAL_SIZE] = (void *)(hdrs + nneed * L->co_hdr_size);
         for (size_t i = 0; i < nneed; i++) {
             uint64_t q = need[i]->ident ? 0 : pycode_qual_addr(c, need[i]->addr);
             segs[2 * i] =
@@ -537,15 +539,13 @@ static void resolve(struct pycode *c, const struct pystack_raw *raw, size_t n)
                 apply_header(c, need[i], hdrs + i * L->co_hdr_size,
                              segs[2 * i + 1].ok && segs[2 * i + 1].len ? quals[i] : NULL);
             } else if (need[i]->ident) { /* read at the sample instant, unmapped since */
-                need[i]->gone = true;
-                c->st->code_freed++;
+                mark_freed(c, need[i]);
             } else {
                 need[i]->bad = true;
                 c->st->bad_code++;
             }
         }
         free(hdrs);
-        free(quals);
     }
     /* Entries whose header is known good but have no names yet. */
     struct code_entry *todo[FETCH_MAX];
