@@ -40,7 +40,8 @@ USER_LIBS := -lbpf -ldw -lelf -lz -lm
 
 DEBIAN_PACKAGES := build-essential make pkg-config clang llvm lld libbpf-dev bpftool \
   libelf-dev libdw-dev elfutils zlib1g-dev libcmocka-dev libclang-rt-14-dev linux-perf gdb \
-  binutils python3-dev valgrind clang-format util-linux procps bc chromium protobuf-compiler
+  binutils python3-dev valgrind clang-format util-linux procps bc chromium protobuf-compiler \
+  dpkg-dev libffi-dev
 
 .PHONY: all setup test check demo bench fuzz install clean format format-check
 all:
@@ -102,9 +103,7 @@ PROG_SRCS  := $(wildcard tests/progs/*.c)
 PROG_BINS  := $(PROG_SRCS:tests/progs/%.c=$(BUILD)/progs/%) \
               $(PROG_SRCS:tests/progs/%.c=$(BUILD)/progs/%-nofp)
 
-$(BUILD)/tests/%: tests/unit/%.c $(USER_LIB_OBJS) $(BUILD)/libpyjit.a
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(USER_LIBS) $(LDLIBS)
+# Each unit test's link line (the objects it tests, by name) is in tests/unit.mk.
 
 # Test workloads: once with frame pointers, once without (-nofp), both linked with libpyjit.
 $(BUILD)/progs/%: tests/progs/%.c $(BUILD)/libpyjit.a

@@ -29,15 +29,13 @@
 #include "capture/remote.h"
 #include "profile/profile.h"
 #include "python/pystack.h"
+#include "util/monotime.h"
 
 #define MAX_TIDS 1024
 
 static double now_us(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+    return (double)monotime_ns() / 1e3;
 }
 
 static int list_tids(pid_t pid, pid_t *tids, int max)

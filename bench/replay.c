@@ -230,7 +230,7 @@ static int run_case(int depth, enum unwind_mode mode, const char *mode_name, int
     t2 = cpu_now();
     if (err)
         goto out;
-    collect_stats(c, &st);
+    collect_get_stats(c, &st);
     double us = (t2 - t1) * 1e6 / samples;
     uint64_t lookups = st.frame_cache_hits + st.frame_cache_misses;
     if (depth == 10 && mode == UNWIND_AUTO)

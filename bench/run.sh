@@ -2,7 +2,7 @@
 # pyebpf benchmarks: one summary line per case (results and commands: docs/benchmarks.md).
 #
 #   [BUILD=build] [BENCH_QUICK=1] bench/run.sh [CASE...]    (root; `make` first)
-#   CASE: replay pyreads rate slowdown bpfcost memory   (default: all, in that order)
+#   CASE: replay pyreads rate slowdown bpfcost memory collector peers   (default: all, in that order)
 #
 # The machine is shared and noisy: every case reports counts (instructions, syscalls, bytes,
 # lost samples) or ratios against a baseline measured in the same run, next to raw times.
@@ -15,7 +15,7 @@ SAMPLE=$BUILD/pyebpf-sample
 PY=${PYTHON:-python3}
 OUT=$BUILD/bench
 mkdir -p "$OUT"
-CASES=${*:-replay pyreads rate slowdown bpfcost memory}
+CASES=${*:-replay pyreads rate slowdown bpfcost memory collector peers}
 WORKLOAD_PID=""
 # A workload left spinning by an interrupted run would skew the next one.
 trap '[ -n "$WORKLOAD_PID" ] && kill "$WORKLOAD_PID" 2> /dev/null' EXIT
@@ -185,10 +185,12 @@ case_slowdown() {
 #     whole time one sample takes from the target (interrupt, perf event, BPF program) =
 #     (gap time - gap time alone) / (gaps - gaps alone); predicted slowdown = that x rate.
 #     Rounds interleave every configuration; each line gives the median and the per-round values.
-bpfcost_run() { # bpfcost_run KEY MISS_NS SAMPLER-ARGS... : one --stats run at 1 kHz, one value
-    local key=$1 miss=$2 st=$OUT/bpfcost.$1.stats
+bpfcost_run() { # bpfcost_run KEY MISS_NS [top] SAMPLER-ARGS... : one --stats run at 1 kHz, one value
+    local key=$1 miss=$2 st=$OUT/bpfcost.$1.stats sub=()
     shift 2
-    "$SAMPLE" -q --stats -F 1000 -o "$st.folded" "$@" > /dev/null 2> "$st"
+    # `top` (its screen to /dev/null): the program also marks each sample's GIL holder
+    [ "${1:-}" = top ] && { sub=(top); shift; }
+    "$SAMPLE" "${sub[@]}" -q --stats -F 1000 -o "$st.folded" "$@" > /dev/null 2> "$st"
     local runs ns matched
     runs=$(stat_of bpf_runs "$st")
     ns=$(stat_of bpf_ns_per_run "$st")
@@ -225,7 +227,7 @@ bpfcost_gaps() { # bpfcost_gaps HOW DUR : bench/gaps alone or under a sampler at
 field() { echo "$2" | sed -n "s/.*[ ^]$1=\([0-9.]*\).*/\1/p"; } # field KEY LINE
 case_bpfcost() {
     local rounds dur miss st gaps="perf pyebpf-fp pyebpf-auto"
-    local native="fp dwarf auto auto:4096 auto:65536 dwarf:65536" py="10 100" pymodes="inkernel nopython fp"
+    local native="fp dwarf auto auto:4096 auto:65536 dwarf:65536" py="10 100" pymodes="inkernel nopython fp top"
     command -v perf > /dev/null || gaps="pyebpf-fp pyebpf-auto"
     rounds=$(q 1 3)
     dur=$(q 2 4)
@@ -259,7 +261,11 @@ case_bpfcost() {
                 local opt=""
                 case $mode in nopython) opt=--no-python ;; fp) opt="--unwind fp" ;; esac
                 # shellcheck disable=SC2086
-                bpfcost_run "py$depth.$mode" "$miss" -d "$dur" $opt "$pid"
+                if [ "$mode" = top ]; then
+                    bpfcost_run "py$depth.$mode" "$miss" top -d "$dur" "$pid"
+                else
+                    bpfcost_run "py$depth.$mode" "$miss" -d "$dur" $opt "$pid"
+                fi
             done
             kill "$pid"
             wait "$pid" 2> /dev/null
@@ -332,6 +338,176 @@ case_memory() {
         echo "memory hz=10000 duration_s=$(stat_of duration_s "$st") ring_kib=$((ring / 1024))" \
             "samples=$(stat_of samples "$st") lost=$(stat_of lost "$st") distinct_stacks=$(stat_of distinct_stacks "$st")" \
             "distinct_frames=$(stat_of distinct_frames "$st") peak_rss_kib=$rss"
+    done
+}
+
+# 7. What a profile costs: whole-process CPU (user + sys, /usr/bin/time) of pyebpf-sample attached
+#    by PID to a CPU-bound target, a short and a long run per target and rate:
+#      us_per_sample   CPU of the run / samples (what a user pays, setup included)
+#      setup_ms        CPU before the first sample could arrive (--stats: BPF load + attach,
+#                      the target's ELF files and Python runtime)
+#      marginal_us     (CPU long - CPU short) / (samples long - samples short): one more sample
+#      delivered_pct   samples / (rate x the target's CPU time in the long run, /proc/PID/stat): a
+#                      cpu-clock event asks for one sample per 1/rate of CPU the target gets
+#      kept_pct        samples / kernel_matched: of the samples the BPF program saw, those that
+#                      reached the profile (the rest: ring full)
+#    The workloads run at nice -10 so that they get a CPU on a shared machine.
+#    Targets: bench/pychain.py 20 (20 distinct Python frames, the leaf spinning) on 3.11, 3.12, 3.13
+#    and 3.15, build/progs/callgraph (native), and bench/pythreads.py 200 at 1 kHz (200 threads,
+#    each spinning in its own function; threads_seen counts those in the --threads profile).
+collector_pythons() { # "py3.X path": pyenv's 3.11-3.13 and 3.15 from tests/pythons, the tests' one list
+    awk '$1 ~ /^(pyenv-3\.1[123]\.[0-9]+|python3\.15)$/ && NF == 2 {
+             v = $1; sub(/^(pyenv-|python)/, "", v); split(v, p, ".")
+             print "py" p[1] "." p[2], $2 }' tests/pythons
+}
+collector_start() { # collector_start LOG CMD... : starts a workload that prints READY; sets WORKLOAD_PID
+    local log=$1
+    shift
+    "$@" > "$log" 2>&1 &
+    WORKLOAD_PID=$!
+    for _ in $(seq 200); do grep -q READY "$log" && return 0; kill -0 "$WORKLOAD_PID" 2> /dev/null || break; sleep 0.1; done
+    return 1
+}
+target_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2> /dev/null || echo 0; } # utime + stime, all threads
+collector_run() { # collector_run TAG PID HZ DUR [OPTIONS...] : prints "cpu_us samples setup_us dur threads target_cpu_s matched"
+    local tag=$1 pid=$2 hz=$3 dur=$4 st=$OUT/collector.$1.stats tv=$OUT/collector.$1.time t0 t1
+    shift 4
+    t0=$(target_cpu_ticks "$pid")
+    # bash's `times` in a subshell: the CPU of its one child, the collector, to the millisecond
+    ( "$SAMPLE" -q --stats -F "$hz" -d "$dur" "$@" -o "$OUT/collector.$tag.folded" "$pid" > /dev/null 2> "$st"
+      times > "$tv" )
+    t1=$(target_cpu_ticks "$pid")
+    local s setup dus threads
+    s=$(stat_of samples "$st")
+    setup=$(stat_of collector_setup_cpu_us "$st")
+    dus=$(stat_of duration_s "$st")
+    [ -n "$s" ] && [ -n "$setup" ] && [ -n "$dus" ] || { echo "error"; return; }
+    threads=$(grep -o '^thread [0-9]*' "$OUT/collector.$tag.folded" | sort -u | wc -l)
+    echo "$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, y, /[ms]/); printf "%.0f", (u[1] * 60 + u[2] + y[1] * 60 + y[2]) * 1e6 }' "$tv")" \
+        "$s $setup $dus $threads $(num "($t1 - $t0) / $(getconf CLK_TCK)" 2) $(stat_of kernel_matched "$st")"
+}
+collector_case() { # collector_case LABEL PID HZ SHORT LONG [OPTIONS...] : one summary line
+    local label=$1 pid=$2 hz=$3 d1=$4 d2=$5
+    shift 5
+    local a b
+    read -r -a a <<< "$(collector_run "$label.$hz.$d1" "$pid" "$hz" "$d1" "$@")"
+    read -r -a b <<< "$(collector_run "$label.$hz.$d2" "$pid" "$hz" "$d2" "$@")"
+    if [ "${a[0]}" = error ] || [ "${b[0]}" = error ] || [ "${b[1]}" -le "${a[1]}" ]; then
+        echo "collector target=$label hz=$hz error=$(grep -v ': ' "$OUT/collector.$label.$hz.$d2.stats" | head -c 200 | tr '\n' ' ')"
+        return
+    fi
+    local extra=""
+    [ "$#" -gt 0 ] && extra=" threads_seen=${b[4]}"
+    echo "collector target=$label hz=$hz setup_ms=$(num "${b[2]} / 1000" 1)" \
+        "short_s=${a[3]} short_samples=${a[1]} short_cpu_ms=$(num "${a[0]} / 1000" 1) short_us_per_sample=$(num "${a[0]} / ${a[1]}" 1)" \
+        "long_s=${b[3]} long_samples=${b[1]} long_cpu_ms=$(num "${b[0]} / 1000" 1) long_us_per_sample=$(num "${b[0]} / ${b[1]}" 2)" \
+        "marginal_us=$(num "(${b[0]} - ${a[0]}) / (${b[1]} - ${a[1]})" 2)" \
+        "fixed_ms=$(num "(${a[0]} - (${b[0]} - ${a[0]}) / (${b[1]} - ${a[1]}) * ${a[1]}) / 1000" 1)" \
+        "target_cpu_s=${b[5]} delivered_pct=$(num "100 * ${b[1]} / ($hz * ${b[5]})" 1)" \
+        "kernel_matched=${b[6]} kept_pct=$(num "100 * ${b[1]} / ${b[6]}" 2)$extra"
+}
+case_collector() {
+    local d1=1 d2 label py
+    d2=$(q 3 10)
+    while read -r label py; do
+        [ -x "$py" ] || { echo "collector target=$label skipped=no-$py"; continue; }
+        collector_start "$OUT/collector.$label.out" nice -n -10 "$py" bench/pychain.py 20 ||
+            { echo "collector target=$label error=workload-not-ready"; continue; }
+        for hz in 1000 10000; do collector_case "$label" "$WORKLOAD_PID" "$hz" "$d1" "$d2"; done
+        kill "$WORKLOAD_PID"
+        wait "$WORKLOAD_PID" 2> /dev/null
+        WORKLOAD_PID=""
+    done < <(collector_pythons)
+    # callgraph prints nothing until it exits: running once exec'd
+    nice -n -10 "$BUILD/progs/callgraph" 3600 1 2> /dev/null &
+    WORKLOAD_PID=$!
+    for _ in $(seq 100); do [ "$(readlink "/proc/$WORKLOAD_PID/exe")" -ef "$BUILD/progs/callgraph" ] && break; sleep 0.05; done
+    for hz in 1000 10000; do collector_case native "$WORKLOAD_PID" "$hz" "$d1" "$d2"; done
+    kill "$WORKLOAD_PID"
+    wait "$WORKLOAD_PID" 2> /dev/null
+    WORKLOAD_PID=""
+    py=$(collector_pythons | awk '$1 == "py3.12" { print $2 }')
+    if collector_start "$OUT/collector.threads200.out" nice -n -10 "$py" bench/pythreads.py 200; then
+        collector_case threads200 "$WORKLOAD_PID" 1000 "$d1" "$d2" --threads
+    else
+        echo "collector target=threads200 error=workload-not-ready"
+    fi
+    kill "$WORKLOAD_PID"
+    wait "$WORKLOAD_PID" 2> /dev/null
+    WORKLOAD_PID=""
+}
+
+# 8. Peers, same workload, same rate, same run: pyebpf-sample, pyebpf-sample --no-bpf, Austin 3.7
+#    (on 3.12) and CPython 3.15's own sampler (python3.15 -m profiling.sampling attach, on 3.15),
+#    each attached for the same time to bench/pychain.py 20. CPU of each sampler's process (bash
+#    `times`, children included: Austin and Tachyon are one process each), samples it delivered,
+#    and the samples it was asked for: rate x the target's CPU time for pyebpf-sample (a cpu-clock
+#    event), rate x duration for the wall-clock samplers (--no-bpf, Austin, Tachyon: one thread).
+#    Austin is Debian unstable's package, fetched and unpacked under build/bench/austin with the
+#    private apt configuration of scripts/test-pythons (`make setup` first) and run through the
+#    same unpacked loader; never installed, never used by the tests.
+peers_austin() { # prints the command that runs Austin, or nothing (the reason on stderr)
+    local a=$OUT/austin R=$BUILD/pythons/root conf=$BUILD/pythons/apt/apt.conf triplet=x86_64-linux-gnu
+    local lib=$R/usr/lib/$triplet
+    local ld=$lib/ld-linux-x86-64.so.2 # the loader scripts/test-pythons unpacked (x86-64 only here)
+    if [ ! -x "$a/root/usr/bin/austin" ]; then
+        [ -r "$conf" ] && [ -x "$ld" ] || { echo "no private apt root ($conf): make setup" >&2; return; }
+        mkdir -p "$a/debs"
+        conf=$(realpath "$conf")
+        (cd "$a/debs" && APT_CONFIG=$conf apt-get -q -o Debug::NoLocking=1 download austin libsframe3 libunwind8 > /dev/null 2>&1) ||
+            { echo "austin not downloadable from the private apt sources" >&2; return; }
+        for d in "$a"/debs/*.deb; do dpkg -x "$d" "$a/root" || return; done
+    fi
+    echo "$ld --library-path $(realpath "$a/root")/usr/lib/$triplet:$lib:$R/lib/$triplet $(realpath "$a/root")/usr/bin/austin"
+}
+peers_run() { # peers_run NAME PID HZ DUR CLOCK CMD... : one line; CMD writes $OUT/peers.NAME.out
+    local name=$1 pid=$2 hz=$3 dur=$4 clock=$5 tv=$OUT/peers.$1.time t0 t1
+    shift 5
+    t0=$(target_cpu_ticks "$pid")
+    ( "$@" > "$OUT/peers.$name.log" 2>&1; times > "$tv" )
+    t1=$(target_cpu_ticks "$pid")
+    local cpu_us n tcpu req
+    cpu_us=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, y, /[ms]/); printf "%.0f", (u[1] * 60 + u[2] + y[1] * 60 + y[2]) * 1e6 }' "$tv")
+    case $name in
+    pyebpf*) n=$(stat_of samples "$OUT/peers.$name.log") ;;
+    austin*) n=$(grep -cv '^#' "$OUT/peers.$name.out" 2> /dev/null) ;;
+    tachyon*) n=$(awk '{ s += $NF } END { print s + 0 }' "$OUT/peers.$name.out" 2> /dev/null) ;;
+    esac
+    tcpu=$(num "($t1 - $t0) / $(getconf CLK_TCK)" 2)
+    [ "$clock" = cpu ] && req=$(num "$hz * $tcpu" 0) || req=$((hz * dur))
+    if [ -z "$n" ] || [ "$n" = 0 ]; then
+        echo "peers sampler=$name error=$(head -c 200 "$OUT/peers.$name.log" | tr '\n' ' ')"
+        return
+    fi
+    echo "peers sampler=$name hz=$hz duration_s=$dur cpu_ms=$(num "$cpu_us / 1000" 1) samples=$n" \
+        "us_per_sample=$(num "$cpu_us / $n" 1) requested=$req clock=$clock delivered_pct=$(num "100 * $n / $req" 1) target_cpu_s=$tcpu"
+}
+case_peers() {
+    local dur hz=1000 austin py
+    dur=$(q 3 10)
+    austin=$(peers_austin)
+    for label in py3.12 py3.15; do
+        py=$(collector_pythons | awk -v l=$label '$1 == l { print $2 }')
+        [ -x "$py" ] || { echo "peers target=$label skipped=no-$py"; continue; }
+        collector_start "$OUT/peers.$label.workload" nice -n -10 "$py" bench/pychain.py 20 ||
+            { echo "peers target=$label error=workload-not-ready"; continue; }
+        local pid=$WORKLOAD_PID
+        peers_run "pyebpf.$label" "$pid" $hz "$dur" cpu "$SAMPLE" -q --stats -F $hz -d "$dur" -o "$OUT/peers.pyebpf.$label.out" "$pid"
+        peers_run "pyebpf-nobpf.$label" "$pid" $hz "$dur" wall "$SAMPLE" -q --stats --no-bpf -F $hz -d "$dur" -o "$OUT/peers.pyebpf-nobpf.$label.out" "$pid"
+        case $label in
+        py3.12)
+            if [ -n "$austin" ]; then
+                # shellcheck disable=SC2086
+                peers_run "austin.$label" "$pid" $hz "$dur" wall $austin -i $((1000000 / hz)) -x "$dur" -o "$OUT/peers.austin.$label.out" -p "$pid"
+            else
+                echo "peers sampler=austin.$label skipped=$(peers_austin 2>&1 > /dev/null | tr ' ' _)"
+            fi ;;
+        py3.15)
+            peers_run "tachyon.$label" "$pid" $hz "$dur" wall "$py" -m profiling.sampling attach -r $hz -d "$dur" --collapsed -o "$OUT/peers.tachyon.$label.out" "$pid" ;;
+        esac
+        kill "$pid"
+        wait "$pid" 2> /dev/null
+        WORKLOAD_PID=""
     done
 }
 

@@ -22,6 +22,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "sample.h"
+#include "uregs.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -91,23 +92,6 @@ struct {
     __type(value, struct sample_pylayout);
 } py_layouts SEC(".maps");
 
-/* Per-CPU scratch of the Python reader: the slice being read and the chain so far (too large
- * for the 512-byte BPF stack); the chain is copied into the record in one piece at the end. */
-#define PY_WINDOW 4096 /* bytes of a thread's frames read at once (a power of two) */
-
-struct py_scratch {
-    __u8 slice[SAMPLE_PY_SLICE_MAX];
-    __u8 win[PY_WINDOW];
-    struct sample_pyframe fr[SAMPLE_PY_FRAMES_MAX];
-};
-
-struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, 1);
-    __type(key, __u32);
-    __type(value, struct py_scratch);
-} py_scratch SEC(".maps");
-
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
     __uint(max_entries, SAMPLE_CNT_NR);
@@ -139,31 +123,6 @@ static __always_inline void count(__u32 which)
 static __always_inline bool in_kernel_mode(struct bpf_perf_event_data *ctx)
 {
     return (long)PT_REGS_IP(&ctx->regs) < 0;
-}
-
-static __always_inline void read_user_regs(struct sample_regs *out, struct pt_regs *r)
-{
-#if defined(__TARGET_ARCH_x86)
-    out->ip = r->ip;
-    out->sp = r->sp;
-    out->bp = r->bp;
-    out->bx = r->bx;
-    out->r12 = r->r12;
-    out->r13 = r->r13;
-    out->r14 = r->r14;
-    out->r15 = r->r15;
-    out->lr = 0;
-#elif defined(__TARGET_ARCH_arm64)
-    out->ip = r->pc;
-    out->sp = r->sp;
-    out->bp = r->regs[29];
-    out->bx = r->regs[19];
-    out->r12 = r->regs[20];
-    out->r13 = r->regs[21];
-    out->r14 = r->regs[22];
-    out->r15 = r->regs[23];
-    out->lr = r->regs[30];
-#endif
 }
 
 /*
@@ -217,33 +176,51 @@ static __always_inline __u32 copy_stack(struct sample_event *ev, struct task_str
 
 /* -- Python frames ------------------------------------------------------------------------- */
 
+#define PY_WINDOW 4096 /* bytes of a thread's frames read at once (a power of two) */
+
+/*
+ * The walk's state, in the per-CPU scratch map with the slice being read and the chain so far
+ * (too large for the 512-byte BPF stack; the chain is copied into the record in one piece at the
+ * end). In map memory, not on the stack, so that the verifier knows none of its values: every
+ * py_step call starts from the same state, and the callback is verified in one pass instead of
+ * once per combination of flags, counts and window bounds it could reach.
+ */
 struct py_walk {
     __u64 addr;  /* next frame to read; 0: the chain ended */
     __u64 wbase; /* address of win[0]; 0: nothing in win */
     __u64 wend;  /* end of what win holds */
     __u64 mark;  /* frame address saved at each power-of-two step: seeing it again is a loop */
     __u64 last_code, last_ident; /* the previous frame's code object and its ident */
-    __u32 n;                     /* frames in scratch */
+    __u32 n;                     /* frames in fr */
     __u32 flags;
-    struct py_scratch *sc;
     struct sample_pylayout L;
+    __u8 slice[SAMPLE_PY_SLICE_MAX];
+    __u8 win[PY_WINDOW];
+    struct sample_pyframe fr[SAMPLE_PY_FRAMES_MAX];
 };
 
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct py_walk);
+} py_scratch SEC(".maps");
+
 /* 8-byte field at `off` of the slice (offsets come from a map: masked into the slice). */
-static __always_inline __u64 slice_u64(const struct py_scratch *sc, __u32 off)
+static __always_inline __u64 slice_u64(const struct py_walk *w, __u32 off)
 {
-    return *(const __u64 *)&sc->slice[off & (SAMPLE_PY_SLICE_MAX - 8) & ~7u];
+    return *(const __u64 *)&w->slice[off & (SAMPLE_PY_SLICE_MAX - 8) & ~7u];
 }
 
 /* Fields of the frame whose slice starts at win[at]. */
-static __always_inline __u64 win_u64(const struct py_scratch *sc, __u32 at, __u32 off)
+static __always_inline __u64 win_u64(const struct py_walk *w, __u32 at, __u32 off)
 {
-    return *(const __u64 *)&sc->win[(at + off) & (PY_WINDOW - 8)];
+    return *(const __u64 *)&w->win[(at + off) & (PY_WINDOW - 8)];
 }
 
-static __always_inline __u8 win_u8(const struct py_scratch *sc, __u32 at, __u32 off)
+static __always_inline __u8 win_u8(const struct py_walk *w, __u32 at, __u32 off)
 {
-    return sc->win[(at + off) & (PY_WINDOW - 1)];
+    return w->win[(at + off) & (PY_WINDOW - 1)];
 }
 
 /*
@@ -261,14 +238,14 @@ static __always_inline int py_ident(struct py_walk *w, __u64 code)
         return 0;
     count(SAMPLE_CNT_PY_IDENTS);
     if (len < 8 || len > SAMPLE_PY_ID_MAX ||
-        bpf_probe_read_user(w->sc->slice, len, (void *)(code + w->L.co_id_lo)))
+        bpf_probe_read_user(w->slice, len, (void *)(code + w->L.co_id_lo)))
         return -1;
 #pragma unroll
     for (__u32 i = 0; i < SAMPLE_PY_ID_MAX / 8; i++)
         if (i * 8 < len)
-            h = sample_py_mix(h, *(const __u64 *)&w->sc->slice[i * 8]);
+            h = sample_py_mix(h, *(const __u64 *)&w->slice[i * 8]);
     if (bpf_probe_read_user(qual, sizeof(qual),
-                            (void *)(slice_u64(w->sc, w->L.co_id_qualname) + w->L.str_length)))
+                            (void *)(slice_u64(w, w->L.co_id_qualname) + w->L.str_length)))
         return -1;
     h = sample_py_mix(sample_py_mix(h, qual[0]), qual[1]);
     w->last_code = code;
@@ -284,10 +261,10 @@ static __always_inline int py_ident(struct py_walk *w, __u64 code)
  * frames too. When that read fails (the window would start below the mapping), only the slice
  * is read.
  */
-static long py_step(__u64 i, struct py_walk *w)
+static long py_step(__u64 i, struct py_walk **wp)
 {
+    struct py_walk *w = *wp;
     __u32 len = w->L.f_len, at;
-    struct py_scratch *sc = w->sc;
     __u64 code, instr, a, tag;
     __u8 owner, entry = 0;
 
@@ -297,7 +274,7 @@ static long py_step(__u64 i, struct py_walk *w)
         w->flags |= SAMPLE_PY_TRUNCATED;
         return 1;
     }
-    if (!sc || len > SAMPLE_PY_SLICE_MAX) {
+    if (len > SAMPLE_PY_SLICE_MAX) {
         w->flags |= SAMPLE_PY_BROKEN;
         return 1;
     }
@@ -306,7 +283,7 @@ static long py_step(__u64 i, struct py_walk *w)
         w->wend = (a + len + 7) & ~7ull;
         w->wbase = w->wend - PY_WINDOW;
         count(SAMPLE_CNT_PY_READS);
-        if (bpf_probe_read_user(sc->win, PY_WINDOW, (void *)w->wbase)) {
+        if (bpf_probe_read_user(w->win, PY_WINDOW, (void *)w->wbase)) {
             /* The window started below the mapping (a data-stack chunk starts on a page):
              * read from the frame's page on, so the rest of the page still serves. */
             __u64 wlen = a + len - (a & ~4095ull);
@@ -316,10 +293,10 @@ static long py_step(__u64 i, struct py_walk *w)
             w->wbase = a & ~4095ull;
             w->wend = a + len;
             barrier_var(wlen);
-            if (wlen > PY_WINDOW || bpf_probe_read_user(sc->win, wlen, (void *)w->wbase)) {
+            if (wlen > PY_WINDOW || bpf_probe_read_user(w->win, wlen, (void *)w->wbase)) {
                 w->wbase = 0;
                 count(SAMPLE_CNT_PY_READS);
-                if (bpf_probe_read_user(sc->win, len, (void *)a)) {
+                if (bpf_probe_read_user(w->win, len, (void *)a)) {
                     w->flags |= SAMPLE_PY_BROKEN;
                     return 1;
                 }
@@ -328,11 +305,11 @@ static long py_step(__u64 i, struct py_walk *w)
     }
     at = w->wbase ? (__u32)(a - w->wbase) : 0;
     /* 3.14+ keep f_executable as a tagged stack reference: clear the tag first. */
-    code = win_u64(sc, at, w->L.f_code) & ~(__u64)(w->L.code_tag & SAMPLE_PY_TAG_MASK);
-    instr = win_u64(sc, at, w->L.f_instr);
-    owner = win_u8(sc, at, w->L.f_owner);
+    code = win_u64(w, at, w->L.f_code) & ~(__u64)(w->L.code_tag & SAMPLE_PY_TAG_MASK);
+    instr = win_u64(w, at, w->L.f_instr);
+    owner = win_u8(w, at, w->L.f_owner);
     if (w->L.f_is_entry != SAMPLE_PY_NONE)
-        entry = win_u8(sc, at, w->L.f_is_entry) ? 1 : 0;
+        entry = win_u8(w, at, w->L.f_is_entry) ? 1 : 0;
     /* Not a frame: an owner out of range, a missing or misaligned code object (a shim, owner 3
      * or 4, may have none). An entry flag is only kept for owners 0..2 (3.11). */
     if (owner > w->L.max_owner || owner > SAMPLE_PY_OWNER_MAX || (code & 7) || (owner < 3 && !code) ||
@@ -345,11 +322,11 @@ static long py_step(__u64 i, struct py_walk *w)
         w->flags |= SAMPLE_PY_BROKEN;
         return 1;
     }
-    sc->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].code = code | tag;
-    sc->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].instr = instr;
-    sc->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].ident = owner < 3 ? w->last_ident : 0;
+    w->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].code = code | tag;
+    w->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].instr = instr;
+    w->fr[w->n & (SAMPLE_PY_FRAMES_MAX - 1)].ident = owner < 3 ? w->last_ident : 0;
     w->n++;
-    w->addr = win_u64(sc, at, w->L.f_previous);
+    w->addr = win_u64(w, at, w->L.f_previous);
     /* A chain that loops (forged or torn memory) would fill the cap with copies of itself:
      * Brent's cycle check, one compare per frame, finds a loop within about twice its
      * distance from the leaf; user space then reads the chain itself and counts the loop. */
@@ -370,8 +347,7 @@ static long py_step(__u64 i, struct py_walk *w)
 static __always_inline void py_capture(struct sample_event *ev, __u32 tgid, __u32 tid, __u32 size)
 {
     struct sample_pylayout *L;
-    struct py_scratch *sc;
-    struct py_walk w = {};
+    struct py_walk *w;
     __u64 *tstate, ts, top;
     __u64 off, nb;
     __u32 zero = 0, len;
@@ -381,47 +357,41 @@ static __always_inline void py_capture(struct sample_event *ev, __u32 tgid, __u3
         return;
     ts = *tstate;
     L = bpf_map_lookup_elem(&py_layouts, &tgid);
-    sc = bpf_map_lookup_elem(&py_scratch, &zero);
-    if (!L || !sc)
+    w = bpf_map_lookup_elem(&py_scratch, &zero);
+    if (!L || !w)
         return;
-    w.L = *L;
-    len = w.L.ts_len;
-    if (len > SAMPLE_PY_SLICE_MAX || bpf_probe_read_user(sc->slice, len, (void *)(ts + w.L.ts_lo))) {
-        w.flags = SAMPLE_PY_STALE;
+    w->L = *L;
+    len = w->L.ts_len;
+    if (len > SAMPLE_PY_SLICE_MAX || bpf_probe_read_user(w->slice, len, (void *)(ts + w->L.ts_lo)))
         goto stale;
-    }
     /* A thread that ended leaves its tid in the map and its memory to be reused: the thread
      * state must still name this thread. */
-    if ((__u32)slice_u64(sc, w.L.ts_native_thread_id) != tid) {
-        w.flags = SAMPLE_PY_STALE;
+    if ((__u32)slice_u64(w, w->L.ts_native_thread_id) != tid)
         goto stale;
-    }
-    if (w.L.ts_cframe != SAMPLE_PY_NONE) {
-        __u64 cframe = slice_u64(sc, w.L.ts_cframe);
+    if (w->L.ts_cframe != SAMPLE_PY_NONE) {
+        __u64 cframe = slice_u64(w, w->L.ts_cframe);
 
         top = 0;
-        if (cframe && bpf_probe_read_user(&top, 8, (void *)(cframe + w.L.cf_current_frame))) {
-            ev->py_flags = SAMPLE_PY_BROKEN;
-            count(SAMPLE_CNT_PY_BROKEN);
-            return;
-        }
+        if (cframe && bpf_probe_read_user(&top, 8, (void *)(cframe + w->L.cf_current_frame)))
+            goto broken;
     } else {
-        top = slice_u64(sc, w.L.ts_current_frame);
+        top = slice_u64(w, w->L.ts_current_frame);
     }
 
-    w.addr = top;
-    w.sc = sc;
+    w->addr = top;
+    w->wbase = w->wend = w->mark = 0;
+    w->last_code = w->last_ident = 0;
+    w->n = 0;
+    w->flags = 0;
+    /* bpf_loop takes its context on the stack: a pointer to the walk there. */
     bpf_loop(cfg_py_frames + 1, py_step, &w, 0);
-    if (w.flags & SAMPLE_PY_BROKEN) {
-        /* A half chain would be attributed wrongly: user space reads this one itself. */
-        ev->py_flags = SAMPLE_PY_BROKEN;
-        count(SAMPLE_CNT_PY_BROKEN);
+    /* A half chain would be attributed wrongly: user space reads this one itself. */
+    if (w->flags & SAMPLE_PY_BROKEN)
+        goto broken;
+    ev->py_flags = SAMPLE_PY_CAPTURED | (w->flags & SAMPLE_PY_TRUNCATED);
+    if (!w->n)
         return;
-    }
-    ev->py_flags = SAMPLE_PY_CAPTURED | w.flags;
-    if (!w.n)
-        return;
-    nb = w.n * sizeof(struct sample_pyframe);
+    nb = w->n * sizeof(struct sample_pyframe);
     if (nb > cfg_py_frames * sizeof(struct sample_pyframe))
         nb = cfg_py_frames * sizeof(struct sample_pyframe);
     if (nb > SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe))
@@ -432,42 +402,41 @@ static __always_inline void py_capture(struct sample_event *ev, __u32 tgid, __u3
     barrier_var(off);
     barrier_var(nb);
     if (off > SAMPLE_STACK_COPY_MAX || nb > SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe) ||
-        bpf_probe_read_kernel(ev->stack + off, nb, sc->fr)) {
-        ev->py_flags = SAMPLE_PY_BROKEN;
-        count(SAMPLE_CNT_PY_BROKEN);
-        return;
-    }
+        bpf_probe_read_kernel(ev->stack + off, nb, w->fr))
+        goto broken;
     ev->py_count = nb / sizeof(struct sample_pyframe);
     count_n(SAMPLE_CNT_PY_FRAMES, ev->py_count);
     return;
+broken:
+    ev->py_flags = SAMPLE_PY_BROKEN;
+    count(SAMPLE_CNT_PY_BROKEN);
+    return;
 stale:
-    ev->py_flags = w.flags;
+    ev->py_flags = SAMPLE_PY_STALE;
     count(SAMPLE_CNT_PY_STALE);
     bpf_map_delete_elem(&py_threads, &tid);
 }
 
-SEC("perf_event")
-int sample(struct bpf_perf_event_data *ctx)
+/* Whether the current task belongs to a target; its ids (in the loader's PID namespace) into
+ * *tgid and *tid. */
+static __always_inline bool current_target(__u32 *tgid, __u32 *tid)
 {
     __u64 id = bpf_get_current_pid_tgid();
-    __u32 tgid = id >> 32, tid = (__u32)id;
-    __u32 size = cfg_stack_copy, pyframes = cfg_py_frames;
-    struct sample_event *ev;
-    struct task_struct *task;
-    long n;
 
+    *tgid = id >> 32;
+    *tid = (__u32)id;
     if (cfg_pidns_ino) {
         struct bpf_pidns_info ns;
 
         /* fails for tasks outside the namespace: they cannot be targets */
         if (bpf_get_ns_current_pid_tgid(cfg_pidns_dev, cfg_pidns_ino, &ns, sizeof(ns)))
-            return 0;
-        tgid = ns.tgid;
-        tid = ns.pid;
+            return false;
+        *tgid = ns.tgid;
+        *tid = ns.pid;
     }
-    if (!bpf_map_lookup_elem(&targets, &tgid))
-        return 0;
-    __u64 *start = bpf_map_lookup_elem(&target_start, &tgid);
+    if (!bpf_map_lookup_elem(&targets, tgid))
+        return false;
+    __u64 *start = bpf_map_lookup_elem(&target_start, tgid);
 
     if (start) {
         struct task_struct *cur = bpf_get_current_task_btf();
@@ -475,10 +444,24 @@ int sample(struct bpf_perf_event_data *ctx)
 
         if (ticks != *start) {
             count(SAMPLE_CNT_REUSED);
-            return 0;
+            return false;
         }
     }
-    count(SAMPLE_CNT_MATCHED);
+    return true;
+}
+
+/*
+ * One record of the current task into the ring: ids, time, the kernel stack (when `kstack`),
+ * the user registers and stacks, the Python chain. `ctx` is the calling program's context (for
+ * bpf_get_stack), `flags` the record's first flags. Shared by the sampler and the off-CPU
+ * program, so both see a thread the same way. Returns 0, or -1 when the ring was full.
+ */
+static __always_inline int record(void *ctx, __u32 tgid, __u32 tid, __u32 flags, bool kstack)
+{
+    __u32 size = cfg_stack_copy, pyframes = cfg_py_frames;
+    struct sample_event *ev;
+    struct task_struct *task;
+    long n;
 
     if (size > SAMPLE_STACK_COPY_MAX)
         size = SAMPLE_STACK_COPY_MAX;
@@ -487,13 +470,13 @@ int sample(struct bpf_perf_event_data *ctx)
     ev = bpf_ringbuf_reserve(&events, sizeof(*ev) + size + pyframes * sizeof(struct sample_pyframe), 0);
     if (!ev) {
         count(SAMPLE_CNT_LOST);
-        return 0;
+        return -1;
     }
 
     ev->pid = tgid;
     ev->tid = tid;
     ev->cpu = bpf_get_smp_processor_id();
-    ev->flags = in_kernel_mode(ctx) ? SAMPLE_F_IN_KERNEL : 0;
+    ev->flags = flags;
     ev->time_ns = bpf_ktime_get_ns();
     ev->py_count = 0;
     ev->py_flags = 0;
@@ -503,7 +486,7 @@ int sample(struct bpf_perf_event_data *ctx)
     ev->stack_addr = 0;
     bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 
-    if (cfg_kernel_stack && (ev->flags & SAMPLE_F_IN_KERNEL)) {
+    if (kstack) {
         n = bpf_get_stack(ctx, ev->kstack, sizeof(ev->kstack), 0);
         if (n >= 0)
             ev->kstack_len = n;
@@ -512,7 +495,9 @@ int sample(struct bpf_perf_event_data *ctx)
     }
 
     task = bpf_get_current_task_btf();
-    if (!task->mm) {
+    /* A probe read, not a load through the trusted pointer: the verifier checks such a load by
+     * searching the kernel's BTF for the type by name: a quarter of the program's load time. */
+    if (!BPF_CORE_READ(task, mm)) {
         ev->flags |= SAMPLE_F_NO_UREGS;
         __builtin_memset(&ev->regs, 0, sizeof(ev->regs));
         bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
@@ -537,6 +522,149 @@ int sample(struct bpf_perf_event_data *ctx)
     if (pyframes)
         py_capture(ev, tgid, tid, size);
     bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+    return 0;
+}
+
+/* -- GIL holder (--mode gil, top) ------------------------------------------------------------ */
+
+/* Whether samples say if their thread held the GIL (MARK: top's share) or only the holder's
+ * samples are kept (ONLY: --mode gil). */
+const volatile __u32 cfg_gil = SAMPLE_GIL_OFF;
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, SAMPLE_MAX_TARGETS);
+    __type(key, __u32);
+    __type(value, struct sample_pygil);
+} py_gil SEC(".maps");
+
+/* 1 when thread `tid` holds its interpreter's GIL now, 0 when it does not, -1 when its thread
+ * state or its process's GIL is not known yet (user space then learns them from the record). */
+static __always_inline int gil_held(__u32 tgid, __u32 tid)
+{
+    struct sample_pygil *g = bpf_map_lookup_elem(&py_gil, &tgid);
+    __u64 *tstate = bpf_map_lookup_elem(&py_threads, &tid);
+    __u64 base, holder = 0;
+    int locked = 0;
+
+    if (!g || !tstate)
+        return -1;
+    base = g->runtime;
+    if (!g->in_runtime && bpf_probe_read_user(&base, 8, (void *)(*tstate + g->ts_interp)))
+        return -1;
+    if (bpf_probe_read_user(&locked, 4, (void *)(base + g->locked)) ||
+        bpf_probe_read_user(&holder, 8, (void *)(base + g->holder)))
+        return -1;
+    return locked && holder == *tstate;
+}
+
+SEC("perf_event")
+int sample(struct bpf_perf_event_data *ctx)
+{
+    __u32 tgid, tid, flags = 0;
+    bool in_kernel;
+
+    if (!current_target(&tgid, &tid))
+        return 0;
+    count(SAMPLE_CNT_MATCHED);
+    if (cfg_gil != SAMPLE_GIL_OFF) {
+        int held = gil_held(tgid, tid);
+
+        if (!held && cfg_gil == SAMPLE_GIL_ONLY) {
+            count(SAMPLE_CNT_GIL_NOT_HELD);
+            return 0;
+        }
+        flags = held > 0 ? SAMPLE_F_GIL_HELD : held < 0 ? SAMPLE_F_GIL_UNKNOWN : 0;
+    }
+    in_kernel = in_kernel_mode(ctx);
+    record(ctx, tgid, tid, flags | (in_kernel ? SAMPLE_F_IN_KERNEL : 0), cfg_kernel_stack && in_kernel);
+    return 0;
+}
+
+/* -- Off-CPU --------------------------------------------------------------------------------- */
+
+/* A target thread off the CPU since (kernel tid -> when and who, in the loader's ids): put in
+ * when it leaves the CPU and its record was written, taken out when it comes back. LRU: a
+ * thread that exits off the CPU never comes back. */
+struct offcpu_out {
+    __u64 since_ns;
+    __u32 pid, tid;
+    __u32 flags; /* SAMPLE_F_PREEMPTED: it left runnable */
+    __u32 pad;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, SAMPLE_MAX_THREADS);
+    __type(key, __u32);
+    __type(value, struct offcpu_out);
+} offcpu_since SEC(".maps");
+
+/* Thread `o` is back on a CPU since `back` (ns): the wake record with the time it was off. */
+static __always_inline void offcpu_wake(const struct offcpu_out *o, __u64 back, __u64 now)
+{
+    struct sample_wake *w = bpf_ringbuf_reserve(&events, sizeof(*w), 0);
+
+    if (!w) {
+        count(SAMPLE_CNT_OFFCPU_LOST);
+        return;
+    }
+    w->pid = o->pid;
+    w->tid = o->tid;
+    w->cpu = bpf_get_smp_processor_id();
+    w->flags = SAMPLE_F_WAKE | o->flags;
+    w->time_ns = now;
+    w->off_ns = back > o->since_ns ? back - o->since_ns : 0;
+    bpf_ringbuf_submit(w, BPF_RB_NO_WAKEUP);
+}
+
+/*
+ * --mode offcpu and wall: at every context switch, a target thread leaving the CPU gets the
+ * record a sample would give it (kernel stack always: it names the wait), flagged
+ * SAMPLE_F_OFFCPU; a thread coming back gets a small struct sample_wake with the time it was
+ * off. The program runs on the CPU of the switch, as `prev`, so the capture reads prev's own
+ * registers and memory. Loaded and attached only in those modes.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(offcpu, bool preempt, struct task_struct *prev, struct task_struct *next,
+             unsigned int prev_state)
+{
+    __u32 ktid = next->pid, tgid, tid, flags;
+    __u64 now = bpf_ktime_get_ns(), ran;
+    struct offcpu_out *o = bpf_map_lookup_elem(&offcpu_since, &ktid), out = {};
+
+    if (o) {
+        offcpu_wake(o, now, now);
+        bpf_map_delete_elem(&offcpu_since, &ktid);
+    }
+    if (!current_target(&tgid, &tid))
+        return 0;
+    count(SAMPLE_CNT_OFFCPU_SWITCHES);
+    ktid = prev->pid;
+    o = bpf_map_lookup_elem(&offcpu_since, &ktid);
+    if (o) {
+        /* Leaving the CPU while still off it: the program did not run for its way back in
+         * (on 6.18 a few switches in 4,000 pass by it). It came back when this stint on the
+         * CPU began: its run time since it was last picked (scheduler clock, a duration) ago. */
+        count(SAMPLE_CNT_OFFCPU_UNSEEN);
+        ran = BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime);
+        offcpu_wake(o, ran < now ? now - ran : 0, now);
+    }
+    flags = SAMPLE_F_IN_KERNEL | SAMPLE_F_OFFCPU;
+    /* Preempted, or woken before it could sleep: it is waiting for a CPU, not for an event. */
+    if (preempt || !(prev_state & 0xff))
+        flags |= SAMPLE_F_PREEMPTED;
+    if (record(ctx, tgid, tid, flags, true)) {
+        count(SAMPLE_CNT_OFFCPU_LOST);
+        if (o)
+            bpf_map_delete_elem(&offcpu_since, &ktid);
+        return 0;
+    }
+    out.since_ns = bpf_ktime_get_ns();
+    out.pid = tgid;
+    out.tid = tid;
+    out.flags = flags & SAMPLE_F_PREEMPTED;
+    bpf_map_update_elem(&offcpu_since, &ktid, &out, BPF_ANY);
     return 0;
 }
 

@@ -32,17 +32,13 @@
 
 #include "elfimg.h"
 
-_Static_assert(sizeof(struct jit_code_entry) == 32, "jit_code_entry layout");
-_Static_assert(sizeof(struct jit_descriptor) == 24, "jit_descriptor layout");
-
-enum { JIT_NOACTION = 0, JIT_REGISTER_FN = 1, JIT_UNREGISTER_FN = 2 };
-
 enum { GDBJIT_FANOUT = 16, GDBJIT_MAX_LEVELS = 16 };
 
 /* -- The interface gdb knows ---------------------------------------------------------------- */
 
 /* version must be 1 before any code runs: gdb reads it when it attaches. */
-__attribute__((weak, used)) struct jit_descriptor __jit_debug_descriptor = {1, JIT_NOACTION, NULL, NULL};
+__attribute__((weak, used)) struct jit_descriptor __jit_debug_descriptor = {GDBJIT_VERSION, GDBJIT_NOACTION,
+                                                                            NULL, NULL};
 
 /* gdb's breakpoint: must keep its name and never be inlined or merged away. */
 __attribute__((weak, noinline, used, visibility("default"))) void __jit_debug_register_code(void)
@@ -61,9 +57,9 @@ static void link_entry(struct jit_code_entry *e)
         e->next->prev = e;
     d->first_entry = e;
     d->relevant_entry = e;
-    d->action_flag = JIT_REGISTER_FN;
+    d->action_flag = GDBJIT_REGISTER;
     __jit_debug_register_code();
-    d->action_flag = JIT_NOACTION;
+    d->action_flag = GDBJIT_NOACTION;
 }
 
 static void unlink_entry(struct jit_code_entry *e)
@@ -76,9 +72,9 @@ static void unlink_entry(struct jit_code_entry *e)
     if (e->next)
         e->next->prev = e->prev;
     d->relevant_entry = e;
-    d->action_flag = JIT_UNREGISTER_FN;
+    d->action_flag = GDBJIT_UNREGISTER;
     __jit_debug_register_code();
-    d->action_flag = JIT_NOACTION;
+    d->action_flag = GDBJIT_NOACTION;
 }
 
 /* -- Images --------------------------------------------------------------------------------- */

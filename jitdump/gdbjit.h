@@ -12,30 +12,10 @@
 
 #include <stdint.h>
 
+#include "gdbjit_format.h"
 #include "pyjit.h"
 
 #define GDBJIT_DEFAULT_BATCH 256
-
-/* The gdb-defined layouts (gdb manual, "JIT Compilation Interface"):
- *
- *   jit_code_entry (32 bytes)               jit_descriptor (24 bytes)
- *   +0  next          entry *               +0   version         u32 (1)
- *   +8  prev          entry *               +4   action_flag     u32 (0 none, 1 reg, 2 unreg)
- *   +16 symfile_addr  const char *          +8   relevant_entry  entry *
- *   +24 symfile_size  u64                   +16  first_entry     entry *
- */
-struct jit_code_entry {
-    struct jit_code_entry *next, *prev;
-    const char *symfile_addr;
-    uint64_t symfile_size;
-};
-
-struct jit_descriptor {
-    uint32_t version;
-    uint32_t action_flag;
-    struct jit_code_entry *relevant_entry;
-    struct jit_code_entry *first_entry;
-};
 
 /* The process-wide symbols gdb looks for (weak: several JITs in one process share them). */
 extern struct jit_descriptor __jit_debug_descriptor;

@@ -1,7 +1,7 @@
 /*
  * perf jitdump file format (jit-PID.dump), as read by `perf inject --jit`.
  *
- * Shared by the writer (jitdump/jitdump.c) and the collector's reader (user/symbols/jitread.c): the
+ * Shared by the writer (jitdump/jitdump.c) and the collector's reader (user/symbols/jitdump_read.c): the
  * format is this header. All fields are little-endian on the machines we support (the writer
  * uses host order; a reader meeting the byte-swapped magic rejects the file), packed, with
  * timestamps in CLOCK_MONOTONIC nanoseconds (perf record -k 1).

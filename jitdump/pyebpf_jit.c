@@ -22,8 +22,13 @@
  * Cost per call: one co_extra lookup and one extra call/return. Cost per new code object: one
  * libpyjit publish (see docs/python-jit.md for measurements).
  *
- * Threads: all state here is touched with the GIL held; libpyjit is thread-safe by itself. The
- * free-threaded build (no GIL) is refused.
+ * Threads: with the GIL, all state here is touched with the GIL held; libpyjit is thread-safe by
+ * itself. In a free-threaded build (3.14t, 3.15t) several threads run frames at once: making a
+ * trampoline, retiring one and the counters are under one PyMutex (st_lock; it detaches the
+ * thread state while it waits, so a stop-the-world pause never waits on a thread blocked here),
+ * and the slot is checked again under it, so concurrent first calls of one code object publish
+ * one trampoline. co_extra is read through the API there (the direct read assumes no other thread
+ * reallocates the array), and the module says it does not need the GIL.
  *
  * Layout checks before the hook goes in (enable()): the code object is found where FRAME_CODE
  * says in the frame of a probe function (frame_layout_ok), and co_extra reads back as written
@@ -47,8 +52,19 @@
 #if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x03100000
 #error "pyebpf_jit supports CPython 3.11 to 3.15"
 #endif
+#if defined(Py_GIL_DISABLED) && PY_VERSION_HEX < 0x030E0000
+#error "pyebpf_jit supports free-threaded builds from 3.14 on"
+#endif
+
 #ifdef Py_GIL_DISABLED
-#error "pyebpf_jit needs the GIL (free-threaded builds are not supported)"
+static PyMutex st_lock;
+#define ST_LOCK()    PyMutex_Lock(&st_lock)
+#define ST_UNLOCK()  PyMutex_Unlock(&st_lock)
+#define DIRECT_EXTRA 0 /* another thread's code_set_extra may reallocate co_extra meanwhile */
+#else
+#define ST_LOCK()    ((void)0)
+#define ST_UNLOCK()  ((void)0)
+#define DIRECT_EXTRA 1
 #endif
 
 /* 3.12 renamed the co_extra API to PyUnstable_* and deprecated the old names. */
@@ -127,7 +143,10 @@ static const char *utf8_or(PyObject *s, const char *fallback)
 
 /* -- Making and retiring trampolines ------------------------------------------------------ */
 
-static void *tramp_make(PyCodeObject *co)
+static inline void *trampoline_of(PyObject *code);
+
+/* Called with st_lock held (free-threaded builds); returns with it still held. */
+static void *tramp_make_locked(PyCodeObject *co, const char *qualname, const char *filename)
 {
     uint64_t t0 = now_ns();
     void *slot;
@@ -144,8 +163,6 @@ static void *tramp_make(PyCodeObject *co)
     }
 
     SAVE_EXC(exc);
-    const char *qualname = utf8_or(co->co_qualname, "?");
-    const char *filename = utf8_or(co->co_filename, "?");
     char name[1024];
     snprintf(name, sizeof(name), "py::%s:%s", qualname, filename);
 
@@ -195,21 +212,40 @@ fail:
     return NO_TRAMPOLINE;
 }
 
+/* The names are built before the lock is taken (they may allocate); the slot is checked again
+ * under it: another thread may have made this code object's trampoline meanwhile. The slot is
+ * empty here, so code_set_extra calls no free function (code_extra_free takes the lock too). */
+static void *tramp_make(PyCodeObject *co)
+{
+    SAVE_EXC(exc);
+    const char *qualname = utf8_or(co->co_qualname, "?");
+    const char *filename = utf8_or(co->co_filename, "?");
+    RESTORE_EXC(exc);
+    ST_LOCK();
+    void *t = trampoline_of((PyObject *)co);
+    if (!t)
+        t = tramp_make_locked(co, qualname, filename);
+    ST_UNLOCK();
+    return t;
+}
+
 /* co_extra free function: the code object is being deallocated (GIL held). A frame of it may
  * still be returning through the trampoline, which is fine: the bytes stay as they are. */
 static void code_extra_free(void *p)
 {
     if (!p || p == NO_TRAMPOLINE)
         return;
+    ST_LOCK();
     uint64_t *tag = tramp_arena_tag(&st.arena, p);
-    if (!tag)
-        return;
-    if (st.jit && *tag && !st.finalizing)
-        pyjit_retire(st.jit, *tag);
-    *tag = 0;
-    st.retired++;
-    if (!st.finalizing)
-        tramp_arena_put(&st.arena, p);
+    if (tag) {
+        if (st.jit && *tag && !st.finalizing)
+            pyjit_retire(st.jit, *tag);
+        *tag = 0;
+        st.retired++;
+        if (!st.finalizing)
+            tramp_arena_put(&st.arena, p);
+    }
+    ST_UNLOCK();
 }
 
 /* -- The frame-evaluation hook ------------------------------------------------------------ */
@@ -376,7 +412,7 @@ static PyObject *py_enable(PyObject *self, PyObject *args, PyObject *kw)
             PyErr_SetString(PyExc_RuntimeError, "pyebpf_jit: no free co_extra index");
             return NULL;
         }
-        st.fast_extra = extra_layout_ok();
+        st.fast_extra = DIRECT_EXTRA && extra_layout_ok();
     }
     _PyFrameEvalFunction prev = _PyInterpreterState_GetEvalFrameFunc(interp);
     if (!st.frame_ok) {
@@ -474,6 +510,13 @@ PyMODINIT_FUNC PyInit__native(void)
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;
+#ifdef Py_GIL_DISABLED
+    /* Importing the module must not turn the GIL back on: its state is under st_lock. */
+    if (PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED) != 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+#endif
     if (PyModule_AddIntConstant(m, "TRAMPOLINE_SIZE", tramp_layout.size) != 0) {
         Py_DECREF(m);
         return NULL;

@@ -15,7 +15,8 @@
  *   |            object address (8-byte aligned)         |tag    |   Py_TAG_BITS = 3
  *   +----------------------------------------------------+---+---+
  *   tag 0: the reference owns a count; tag 1 (Py_TAG_REFCNT): it does not (immortal objects,
- *   NULL); tag 3: a tagged int (never a code object).
+ *   NULL); tag 3: a tagged int (never a code object). Free-threaded 3.14 tags only bit 0
+ *   (Py_TAG_DEFERRED, Py_TAG_BITS = 1); 3.15t as the GIL builds. Clearing both bits serves all.
  *
  * Code objects are normally held with tag 0, but the tag is cleared whatever it is. For every
  * frame the evaluator is asked to run this is a code object (pyebpf_jit.c checks PyCode_Check

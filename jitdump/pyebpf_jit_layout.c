@@ -29,7 +29,8 @@ _Static_assert(sizeof(((struct _PyInterpreterFrame *)0)->f_executable) == sizeof
 #endif
 
 #if PY_VERSION_HEX >= 0x030E0000
-_Static_assert(Py_TAG_BITS == FRAME_CODE_TAG_BITS, "pyebpf_jit_frame.h: _PyStackRef tag bits changed");
+/* Free-threaded 3.14 tags one bit (Py_TAG_DEFERRED): clearing two clears it as well. */
+_Static_assert((Py_TAG_BITS & ~FRAME_CODE_TAG_BITS) == 0, "pyebpf_jit_frame.h: _PyStackRef tag bits changed");
 #endif
 #endif
 #endif

@@ -5,9 +5,11 @@
 #
 # Put build/python<MAJOR.MINOR> on PYTHONPATH, or `make install-python` (part of `make install`)
 # to copy the package and pyebpf_jit.pth (honours PYEBPF_JIT=gdb,jitdump,perfmap) into each
-# interpreter's site-packages. Interpreters sharing a MAJOR.MINOR (Debian's /usr/bin/python3.11
-# and pyenv's 3.11.7) share one build: the first in PYTHONS compiles it, the ABI is the same.
-# Only 3.11-3.15 with the GIL are built; others (free-threaded builds included) are listed by
+# interpreter's site-packages. PYTHONS is python3 and every interpreter of tests/pythons present
+# here. Interpreters sharing a MAJOR.MINOR (Debian's /usr/bin/python3.11 and pyenv's 3.11.7, or a
+# release and a debug build) share one build: the first in PYTHONS compiles it, the ABI is the same.
+# 3.11-3.15 with the GIL and the free-threaded 3.14t/3.15t are built (MAJOR.MINOR is then
+# "3.14t": build/python3.14t, extension suffix .cpython-314t-...); others are listed by
 # `make python-info` as skipped.
 #
 # 3.14 and 3.15 come from build/pythons (scripts/test-pythons, `make test-pythons`): Debian
@@ -16,26 +18,26 @@
 # too, for the multiarch <x86_64-linux-gnu/python3.X/pyconfig.h> that Python.h includes. They are
 # test interpreters: `make install-python` leaves them out.
 
-PY_CANDIDATES := $(wildcard /root/.pyenv/versions/3.11.7/bin/python3.11 \
-                   /root/.pyenv/versions/3.12.1/bin/python3.12 \
-                   /root/.pyenv/versions/3.13.0/bin/python3.13) \
-                 $(if $(wildcard /usr/include/python3.11/Python.h),$(wildcard /usr/bin/python3.11))
-PY_TEST_PYTHONS := $(wildcard build/pythons/bin/python3.14 build/pythons/bin/python3.15)
+# tests/pythons is the list of interpreters (the tests read it too); its variants (VAR=VALUE
+# lines) are the same binaries, built once.
+PY_LIST := $(shell sed -n '/^[^\#]/{/=/!s/^[^ ]* \([^ ]*\).*/\1/p}' tests/pythons)
+PY_CANDIDATES := $(wildcard $(filter-out build/pythons/%,$(PY_LIST)))
+PY_TEST_PYTHONS := $(wildcard $(filter build/pythons/%,$(PY_LIST)))
 PYTHONS ?= python3 $(PY_CANDIDATES) $(PY_TEST_PYTHONS)
 
 # "MAJOR.MINOR INCLUDE EXT_SUFFIX PLATLIB GIL_DISABLED" or nothing when the interpreter is unusable.
 PY_QUERY := import sys, sysconfig as s; p = s.get_paths(); \
-  print("%d.%d" % sys.version_info[:2], p["include"], s.get_config_var("EXT_SUFFIX"), p["platlib"], \
-  int(bool(s.get_config_var("Py_GIL_DISABLED"))))
+  ft = int(bool(s.get_config_var("Py_GIL_DISABLED"))); \
+  print("%d.%d%s" % (sys.version_info[:2] + ("t" * ft,)), p["include"], s.get_config_var("EXT_SUFFIX"), \
+  p["platlib"], ft)
 py_info = $(shell $(1) -c '$(PY_QUERY)' 2>/dev/null)
-PY_SUPPORTED := 3.11 3.12 3.13 3.14 3.15
+PY_SUPPORTED := 3.11 3.12 3.13 3.14 3.15 3.14t 3.15t
 
 # name -> info, computed once per interpreter
 $(foreach p,$(PYTHONS),$(eval PYINFO_$(subst /,_,$(p)) := $(call py_info,$(p))))
 pyinfo = $(PYINFO_$(subst /,_,$(1)))
 py_ver = $(word 1,$(call pyinfo,$(1)))
-py_usable = $(and $(filter $(PY_SUPPORTED),$(call py_ver,$(1))),$(filter 0,$(word 5,$(call pyinfo,$(1)))),\
-  $(wildcard $(word 2,$(call pyinfo,$(1)))/Python.h))
+py_usable = $(and $(filter $(PY_SUPPORTED),$(call py_ver,$(1))),$(wildcard $(word 2,$(call pyinfo,$(1)))/Python.h))
 
 PY_USABLE := $(foreach p,$(PYTHONS),$(if $(call py_usable,$(p)),$(p)))
 # first interpreter of each MAJOR.MINOR builds it
@@ -86,7 +88,7 @@ all: python-ext
 endif
 
 python-info:
-	@$(foreach p,$(PYTHONS),echo "$(p): $(or $(call pyinfo,$(p)),unusable)$(if $(call py_usable,$(p)),, (skipped: needs 3.11-3.15 with the GIL and Python.h))";)
+	@$(foreach p,$(PYTHONS),echo "$(p): $(or $(call pyinfo,$(p)),unusable)$(if $(call py_usable,$(p)),, (skipped: needs 3.11-3.15, or 3.14t/3.15t, and Python.h))";)
 	@echo "built by: $(PY_BUILDERS)"
 
 # Installs into each interpreter's own site-packages (platlib), as pip would, and

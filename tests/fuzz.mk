@@ -3,7 +3,7 @@
 #   make fuzz                 build every target, run each FUZZ_SECONDS (default 30) on its corpus
 #   make fuzz-smoke           the same, FUZZ_SMOKE_SECONDS (default 20) each, for CI
 #   FUZZ_SECONDS=600 make fuzz             the long run
-#   make fuzz FUZZ_TARGETS="jitread elfsym"  only some targets
+#   make fuzz FUZZ_TARGETS="jitdump_read elfsym"  only some targets
 #   make fuzz-build           build only
 #
 # One target per parser: tests/fuzz/fuzz_NAME.c defines LLVMFuzzerTestOneInput and is linked with
@@ -25,16 +25,16 @@ FUZZ_CFLAGS        := -std=gnu11 -g -O1 -Wall -Wextra -Wno-unused-parameter -fno
 FUZZ_LIBS          := -ldw -lelf -lz -lm -lpthread -ldl
 
 # Parser sources each target links (the first one decides whether the target exists).
-FUZZ_SRCS_jitread  := user/symbols/jitread.c user/util/readfile.c
-FUZZ_SRCS_perfmap  := user/symbols/perfmap_read.c user/util/readfile.c
-FUZZ_SRCS_elfsym   := user/symbols/elfsym.c user/symbols/elfsym_plt.c user/unwind/cfi_read.c \
+FUZZ_SRCS_jitdump_read := user/symbols/jitdump_read.c user/util/readfile.c
+FUZZ_SRCS_perfmap_read := user/symbols/perfmap_read.c user/util/readfile.c
+FUZZ_SRCS_elfsym   := user/symbols/elfsym.c user/symbols/elfsym_plt.c user/symbols/elfsec.c user/unwind/cfi_read.c \
                       user/unwind/cfi_expr.c
-FUZZ_SRCS_cfi      := user/unwind/cfi_read.c user/unwind/cfi_expr.c
+FUZZ_SRCS_cfi_read := user/unwind/cfi_read.c user/unwind/cfi_expr.c
 FUZZ_SRCS_linetable := user/python/linetable.c
-FUZZ_SRCS_pyrt     := user/python/pyrt.c user/python/pyrt_debug.c user/symbols/maps.c user/capture/remote.c
+FUZZ_SRCS_pyrt     := user/python/pyrt.c user/python/pyrt_debug.c user/util/errmsg.c user/util/maps.c user/capture/remote.c
 FUZZ_SRCS_folded   := user/output/folded.c user/profile/profile.c user/profile/view.c user/output/escape.c \
                       user/output/output.c user/output/svg.c user/output/svg_js.c user/output/speedscope.c \
-                      user/output/pprof.c user/output/summary.c
+                      user/output/pprof.c user/output/summary.c user/output/diff.c
 
 # Targets are the tests/fuzz/fuzz_NAME.c that have a FUZZ_SRCS_NAME here (others, e.g. a module's
 # own target built by its fragment, are left to that fragment).

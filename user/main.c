@@ -5,21 +5,22 @@
  *   pyebpf-sample [OPTIONS] PID
  *   pyebpf-sample [OPTIONS] -- COMMAND [ARGS...]
  *   pyebpf-sample render IN.folded -o OUT ...
+ *   pyebpf-sample diff BEFORE.folded AFTER.folded -o OUT ...
+ *   pyebpf-sample dump PID
+ *   pyebpf-sample top [OPTIONS] PID | -- COMMAND    (the same lifecycle, drawn live: top.h)
  *
  * main() is the lifecycle, top to bottom, one static function a step: parse options → check the
  * target → open the collector → load the BPF sampler (open_sampler) → (launch the command) →
  * attach (start_bpf; start_nobpf for the --no-bpf timer instead) → release the command → sample:
  * drain the ring (or tick) until the target exits, the duration ends or a signal arrives →
- * write_outputs: the profile, the summary, the stats → clean up.
+ * report_write (report.c): the profile, the summary, the stats → clean up.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -29,43 +30,20 @@
 #include "capture/sampler.h"
 #include "cli.h"
 #include "collect/collect.h"
-#include "collect/stackends.h"
+#include "dump.h"
+#include "output/diffcmd.h"
 #include "output/output.h"
 #include "output/render.h"
-#include "output/summary.h"
 #include "profile/profile.h"
 #include "progress.h"
+#include "report.h"
 #include "target.h"
+#include "util/monotime.h"
+#include "top.h"
 
-#define ALIVE_CHECK_NS 100000000ull
-#define PY_DRAIN_NS    5000000ull
-
-struct run {
-    struct cli_options *o;
-    struct sampler *sampler; /* NULL with --no-bpf */
-    struct nobpf *nobpf;     /* --no-bpf only */
-    struct collector *collector;
-    struct profile prof;
-    uint64_t events;
-    uint64_t collect_errors;
-    const char *stop_reason;    /* target_exited, duration, signal */
-    double setup_cpu_us;        /* collector CPU spent before the first sample could arrive */
-    struct stackends stackends; /* where new threads' stacks end */
-
-    /* The lifecycle main() walks through. */
-    enum output_format fmt;
-    unsigned long long start_time; /* of a PID target (clock ticks since boot), 0 unknown */
-    pid_t child;                   /* a launched command, 0 none */
-    int go_fd, err_fd;             /* releases the held command / reports its exec error */
-    int child_status;
-    bool child_running;
-    bool target_gone;
-    bool nobpf_failed;
-    char cmdline[1024];
-    uint64_t interval_ns; /* between drains of the ring */
-    double duration;      /* seconds sampled */
-    struct sampler_counters sc;
-};
+#define ALIVE_CHECK_NS  100000000ull
+#define PY_DRAIN_NS     5000000ull
+#define TOP_GIL_THREADS 256 /* threads whose GIL share top may name */
 
 static volatile sig_atomic_t exiting; /* the signal that ends the run, 0 until one came */
 
@@ -74,28 +52,20 @@ static void on_signal(int sig)
     exiting = sig;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static int on_event(void *ctx, const struct sample_event *ev, size_t len)
 {
     struct run *r = ctx;
     int fresh;
 
     r->events++;
-    fresh = collect_sample(r->collector, ev, len);
-    if (fresh < 0) {
-        r->collect_errors++;
+    if (ev->flags & SAMPLE_F_WAKE) {
+        collect_wake(r->collector, (const struct sample_wake *)ev);
         return 0;
     }
-    if (r->o->unwind != UNWIND_FP)
-        stackends_learn(&r->stackends, r->sampler, ev, fresh, r->o->stack_size);
-    return 0;
+    fresh = collect_sample(r->collector, ev, len);
+    if (fresh < 0)
+        r->collect_errors++;
+    return fresh > 0; /* a new thread: the sampler learns where its stack ends */
 }
 
 static uint64_t jitter(uint64_t *s)
@@ -124,89 +94,6 @@ static bool start_time_checkable(void)
             break;
     fclose(f);
     return secs == 0 && nsecs == 0;
-}
-
-static double self_cpu_us(void)
-{
-    struct rusage ru;
-
-    getrusage(RUSAGE_SELF, &ru);
-    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
-}
-
-static void print_stats(FILE *f, struct run *r)
-{
-    const struct sampler_counters *sc = &r->sc;
-    uint64_t lost = sc->lost, matched = sc->matched;
-    double duration = r->duration;
-    struct collect_stats cs;
-    double cpu_us = self_cpu_us(), loop_us = cpu_us - r->setup_cpu_us;
-
-    collect_stats(r->collector, &cs);
-    fprintf(f, "samples: %" PRIu64 "\n", cs.samples);
-    fprintf(f, "lost: %" PRIu64 "\n", lost);
-    fprintf(f, "lost_pct: %.4f\n", matched ? 100.0 * lost / matched : 0.0);
-    fprintf(f, "unwind_errors: %" PRIu64 "\n", cs.unwind_errors);
-    fprintf(f, "unwind_truncated: %" PRIu64 "\n", cs.unwind_truncated);
-    fprintf(f, "duration_s: %.3f\n", duration);
-    fprintf(f, "stopped_by: %s\n", r->stop_reason);
-    fprintf(f, "collector_cpu_us_per_sample: %.2f\n", cs.samples ? cpu_us / cs.samples : 0.0);
-    fprintf(f, "collector_cpu_us: %.0f\n", cpu_us);
-    fprintf(f, "collector_setup_cpu_us: %.0f\n", r->setup_cpu_us);
-    fprintf(f, "collector_loop_cpu_us_per_sample: %.2f\n", cs.samples ? loop_us / cs.samples : 0.0);
-    fprintf(f, "kernel_matched: %" PRIu64 "\n", matched);
-    fprintf(f, "pid_reused_drops: %" PRIu64 "\n", sc->reused);
-    if (sc->prog_runs) {
-        fprintf(f, "bpf_runs: %" PRIu64 "\n", sc->prog_runs);
-        fprintf(f, "bpf_ns_per_run: %.0f\n", (double)sc->prog_time_ns / sc->prog_runs);
-        fprintf(f, "bpf_ns_per_sample: %.0f\n", matched ? (double)sc->prog_time_ns / matched : 0.0);
-    }
-    fprintf(f, "events: %" PRIu64 "\n", r->events);
-    fprintf(f, "collect_errors: %" PRIu64 "\n", r->collect_errors);
-    fprintf(f, "frequency_hz: %u\n", r->o->frequency);
-    if (r->sampler) {
-        fprintf(f, "cpus: %u\n", sampler_ncpus(r->sampler));
-        fprintf(f, "ring_bytes: %zu\n", sampler_ring_size(r->sampler));
-    }
-    fprintf(f, "threads: %" PRIu64 "\n", cs.threads);
-    fprintf(f, "frames_per_sample: %.1f\n", cs.samples ? (double)cs.frames / cs.samples : 0.0);
-    fprintf(f, "unknown_frames: %" PRIu64 "\n", cs.unknown_frames);
-    fprintf(f, "frame_cache_hits: %" PRIu64 "\n", cs.frame_cache_hits);
-    fprintf(f, "frame_cache_misses: %" PRIu64 "\n", cs.frame_cache_misses);
-    fprintf(f, "frame_cache_flushes: %" PRIu64 "\n", cs.frame_cache_flushes);
-    fprintf(f, "kernel_stack_errors: %" PRIu64 "\n", cs.kernel_errors);
-    fprintf(f, "stack_copy_errors: %" PRIu64 "\n", sc->copy_err);
-    fprintf(f, "stack_copy_retries: %" PRIu64 "\n", sc->copy_retry);
-    fprintf(f, "stack_copy_avg_bytes: %.0f\n", cs.samples ? (double)cs.stack_copy_bytes / cs.samples : 0.0);
-    fprintf(f, "stack_ends_known: %" PRIu64 "\n", r->stackends.set);
-    fprintf(f, "stack_end_map_reads: %" PRIu64 "\n", r->stackends.map_reads);
-    fprintf(f, "stack_ends_fixed: %" PRIu64 "\n", r->stackends.fixed);
-    struct proc_stats ps;
-
-    collect_proc_stats(r->collector, &ps);
-    fprintf(f, "map_refreshes: %" PRIu64 "\n", ps.refreshes);
-    fprintf(f, "files_opened: %" PRIu64 "\n", ps.files_opened);
-    fprintf(f, "jit_regions: %" PRIu64 "\n", ps.jit_regions);
-    fprintf(f, "jit_reloads: %" PRIu64 "\n", ps.jit_reloads);
-    fprintf(f, "unwind_fp_steps: %" PRIu64 "\n", ps.fp_steps);
-    fprintf(f, "unwind_dwarf_steps: %" PRIu64 "\n", ps.dwarf_steps);
-    fprintf(f, "cfi_row_cache_hit_pct: %.1f\n",
-            ps.row_hits + ps.row_misses ? 100.0 * ps.row_hits / (ps.row_hits + ps.row_misses) : 0.0);
-    fprintf(f, "proc_errors: %" PRIu64 "\n", cs.proc_errors);
-    fprintf(f, "distinct_stacks: %u\n", r->prof.nnodes);
-    fprintf(f, "distinct_frames: %u\n", r->prof.nframes);
-    if (r->nobpf) {
-        struct nobpf_stats ns;
-
-        nobpf_get_stats(r->nobpf, &ns);
-        fprintf(f, "nobpf_ticks: %" PRIu64 "\n", ns.ticks);
-        fprintf(f, "nobpf_missed_ticks: %" PRIu64 "\n", ns.missed_ticks);
-        fprintf(f, "nobpf_thread_scans: %" PRIu64 "\n", ns.thread_scans);
-        fprintf(f, "nobpf_thread_reads: %" PRIu64 "\n", ns.reads);
-        fprintf(f, "nobpf_idle_reads: %" PRIu64 "\n", ns.idle_reads);
-        fprintf(f, "nobpf_failed_reads: %" PRIu64 "\n", ns.failed_reads);
-    }
-    collect_print_python_stats(r->collector, f);
 }
 
 /* -- Lifecycle steps (main() calls them in order; each prints its own error) ------------------ */
@@ -255,6 +142,16 @@ static uint32_t stack_copy_bytes(const struct cli_options *o)
     return o->unwind == UNWIND_FP ? 0 : o->stack_size;
 }
 
+/* --mode gil keeps only the holder's samples; top's header shows the holder's share, so every
+ * on-CPU sample of top says whether its thread held the GIL (the Python reader finds where it
+ * is; --mode offcpu has no on-CPU samples). */
+static enum sample_gil_mode gil_mode(const struct cli_options *o)
+{
+    if (o->mode == CLI_MODE_GIL)
+        return SAMPLE_GIL_ONLY;
+    return o->top && !o->no_python && o->mode != CLI_MODE_OFFCPU ? SAMPLE_GIL_MARK : SAMPLE_GIL_OFF;
+}
+
 /* The profile and the collector that fills it; a running Python target is attached as Python
  * before sampling starts (a launched command is attached on its first samples, once it has become
  * the interpreter). */
@@ -268,7 +165,7 @@ static int open_collector(struct run *r)
         fprintf(stderr, "pyebpf-sample: out of memory\n");
         return err;
     }
-    r->prof.show_threads = o->threads;
+    r->prof.show_threads = o->threads || o->top; /* top filters by thread */
     co = (struct collect_opts){
         .unwind = o->unwind,
         .kernel = o->kernel,
@@ -277,6 +174,14 @@ static int open_collector(struct run *r)
         .show_internal = o->show_internal,
         .verbose = o->verbose,
         .py = {.max_depth = COLLECT_MAX_PY, .exact_reads = o->exact_reads},
+        .offcpu = o->mode == CLI_MODE_WALL || o->mode == CLI_MODE_OFFCPU,
+        .gil = gil_mode(o),
+        /* wall: a sample stands for its period of CPU, in the microseconds off-CPU time uses */
+        .sample_weight = o->mode == CLI_MODE_WALL ? 1000000ull / o->frequency : 1,
+        .no_idle = o->no_idle,
+        .tids = o->tids,
+        .ntids = o->ntids,
+        .thread_name = o->has_thread_name ? &o->thread_name : NULL,
     };
     err = collect_open(&r->collector, &co, &r->prof);
     if (err) {
@@ -303,6 +208,9 @@ static int open_sampler(struct run *r)
         .launch = o->command != NULL,
         .ring_size = o->ring_size,
         .verbose = o->verbose,
+        .offcpu = o->mode == CLI_MODE_WALL || o->mode == CLI_MODE_OFFCPU,
+        .no_oncpu = o->mode == CLI_MODE_OFFCPU,
+        .gil = gil_mode(o),
     };
     enum sampler_stage stage;
     char msg[512];
@@ -358,6 +266,11 @@ static int nobpf_attach(void *c, pid_t pid)
     return collect_python_attach(c, pid);
 }
 
+static int nobpf_gil(void *c, pid_t pid)
+{
+    return collect_python_tick(c, pid);
+}
+
 static int nobpf_read(void *c, pid_t pid, pid_t tid, const char *comm)
 {
     return collect_python_sample(c, pid, tid, comm);
@@ -365,7 +278,10 @@ static int nobpf_read(void *c, pid_t pid, pid_t tid, const char *comm)
 
 static int start_nobpf(struct run *r)
 {
-    const struct nobpf_reader rd = {.attach = nobpf_attach, .read = nobpf_read, .arg = r->collector};
+    const struct nobpf_reader rd = {.attach = nobpf_attach,
+                                    .tick = gil_mode(r->o) == SAMPLE_GIL_MARK ? nobpf_gil : NULL,
+                                    .read = nobpf_read,
+                                    .arg = r->collector};
     int err = nobpf_open(&r->nobpf, &rd, r->o->pid, r->o->frequency);
 
     if (err)
@@ -402,14 +318,33 @@ static int release_command(struct run *r)
     return 0;
 }
 
+/* `top`: the live view takes the terminal; the messages of a run would only scribble on it. */
+static int open_top(struct run *r)
+{
+    char title[1200];
+    int err;
+
+    snprintf(title, sizeof(title), "pyebpf-sample top · PID %d (%s) · %u Hz%s", (int)r->o->pid, r->cmdline,
+             r->o->frequency, r->sampler ? "" : " · no BPF");
+    err = top_open(&r->top, title, r->o->refresh);
+    if (err)
+        fprintf(stderr, "pyebpf-sample: %s\n", strerror(-err));
+    r->o->quiet = true;
+    return err;
+}
+
 static void announce(struct run *r)
 {
     const struct cli_options *o = r->o;
 
     target_cmdline(o->pid, o->command, r->cmdline, sizeof(r->cmdline));
-    if (!o->quiet && r->sampler)
-        fprintf(stderr, "pyebpf-sample: sampling PID %d (%s) at %u Hz on %u CPUs%s\n", (int)o->pid,
-                r->cmdline, o->frequency, sampler_ncpus(r->sampler), o->duration ? "" : "; Ctrl-C to stop");
+    if (!o->quiet && r->sampler && o->mode == CLI_MODE_OFFCPU)
+        fprintf(stderr, "pyebpf-sample: recording the off-CPU time of PID %d (%s) on %u CPUs%s\n",
+                (int)o->pid, r->cmdline, sampler_ncpus(r->sampler), o->duration ? "" : "; Ctrl-C to stop");
+    else if (!o->quiet && r->sampler)
+        fprintf(stderr, "pyebpf-sample: sampling PID %d (%s) at %u Hz on %u CPUs%s%s\n", (int)o->pid,
+                r->cmdline, o->frequency, sampler_ncpus(r->sampler),
+                o->mode == CLI_MODE_WALL ? ", with off-CPU time" : "", o->duration ? "" : "; Ctrl-C to stop");
     else if (!o->quiet)
         fprintf(stderr, "pyebpf-sample: sampling the Python threads of PID %d (%s) at %u Hz, no BPF%s\n",
                 (int)o->pid, r->cmdline, o->frequency, o->duration ? "" : "; Ctrl-C to stop");
@@ -426,12 +361,31 @@ static uint64_t drain_interval(const struct run *r)
 
     if (interval_ns > 20000000)
         interval_ns = 20000000;
-    /* Python stacks are read at drain time (until captured in the kernel): drain sooner. */
-    if (!o->no_python && interval_ns > PY_DRAIN_NS)
-        interval_ns = PY_DRAIN_NS;
     if (interval_ns < 1000000)
         interval_ns = 1000000;
     return interval_ns;
+}
+
+/* Python stacks not captured in the kernel (a thread it does not know yet, a broken chain, no
+ * in-kernel reader) are read when records are drained, and a new code object of an in-kernel
+ * chain is named then: drain sooner while the last drain had such a read, or code objects freed
+ * before they could be named (code made and dropped within milliseconds: exec, templates).
+ * Otherwise the ring's own interval: a wake-up costs the collector about as much as the samples
+ * it drains. */
+static uint64_t next_interval(struct run *r)
+{
+    struct collect_stats cs;
+    bool remote, freed;
+
+    if (r->o->no_python || r->ring_ns <= PY_DRAIN_NS)
+        return r->ring_ns;
+    collect_get_stats(r->collector, &cs);
+    remote = cs.python_frames - r->py_frames != cs.python_frames_in_kernel - r->py_kernel;
+    freed = cs.python_code_freed != r->py_freed;
+    r->py_frames = cs.python_frames;
+    r->py_kernel = cs.python_frames_in_kernel;
+    r->py_freed = cs.python_code_freed;
+    return remote || freed ? PY_DRAIN_NS : r->ring_ns;
 }
 
 /* Sleeps until the next drain and drains the ring. False when polling failed. */
@@ -442,7 +396,10 @@ static bool drain_bpf(struct run *r, uint64_t *rng)
     struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(r->interval_ns / 2 + jitter(rng) % r->interval_ns)};
 
     nanosleep(&ts, NULL);
-    return !(sampler_poll(r->sampler) < 0 && errno != EINTR);
+    if (sampler_poll(r->sampler) < 0 && errno != EINTR)
+        return false;
+    r->interval_ns = next_interval(r);
+    return true;
 }
 
 /* Samples on the ticks before `until`. False (with a message) when sampling cannot go on. */
@@ -466,6 +423,36 @@ static bool tick_nobpf(struct run *r, uint64_t until)
     return true;
 }
 
+/* `top`: keys and a redraw when due, with the header's counters. True when the user quit. */
+static bool poll_top(struct run *r, uint64_t now, uint64_t t0)
+{
+    static const enum top_gil gil_states[] = {[COLLECT_GIL_UNKNOWN] = TOP_GIL_UNKNOWN,
+                                              [COLLECT_GIL_NONE] = TOP_GIL_NONE,
+                                              [COLLECT_GIL_KNOWN] = TOP_GIL_KNOWN};
+    struct collect_gil_thread gt[TOP_GIL_THREADS];
+    struct collect_stats cs;
+    struct sampler_stats sc = {0};
+
+    collect_get_stats(r->collector, &cs);
+    if (r->sampler)
+        sampler_get_stats(r->sampler, &sc);
+    struct top_status st = {.samples = cs.samples,
+                            .lost = sc.lost,
+                            .threads = cs.threads,
+                            .rate = now > t0 ? cs.samples / ((now - t0) / 1e9) : 0,
+                            .gil = r->o->mode == CLI_MODE_GIL ? TOP_GIL_ONLY : TOP_GIL_UNKNOWN};
+    if (gil_mode(r->o) == SAMPLE_GIL_MARK) {
+        st.gil = gil_states[collect_gil_state(r->collector)];
+        st.ngil_threads = collect_gil_threads(r->collector, gt, TOP_GIL_THREADS);
+        st.gil_threads = gt;
+        st.gil_checked = cs.gil_checked;
+        st.gil_held = cs.gil_held;
+        st.gil_ticks = !r->sampler;
+    }
+    r->top_quit = top_poll(r->top, &r->prof, now, &st);
+    return r->top_quit;
+}
+
 /* Samples until the target exits, the duration ends, a signal arrives or sampling fails; then
  * stops the sampler and drains what is left. */
 static void sample(struct run *r)
@@ -474,9 +461,10 @@ static void sample(struct run *r)
     struct progress pg;
     uint64_t t0, t_end = 0, next_check;
 
-    r->interval_ns = r->sampler ? drain_interval(r) : 10000000;
-    r->setup_cpu_us = self_cpu_us();
-    t0 = now_ns();
+    r->ring_ns = r->sampler ? drain_interval(r) : 10000000;
+    r->interval_ns = r->o->no_python || r->ring_ns < PY_DRAIN_NS ? r->ring_ns : PY_DRAIN_NS;
+    r->setup_cpu_us = report_cpu_us();
+    t0 = monotime_ns();
     if (o->duration)
         t_end = t0 + (uint64_t)(o->duration * 1e9);
     next_check = t0 + ALIVE_CHECK_NS;
@@ -490,8 +478,10 @@ static void sample(struct run *r)
          * first. */
         if (r->nobpf ? !tick_nobpf(r, t_end && t_end < next_check ? t_end : next_check) : !drain_bpf(r, &rng))
             break;
-        now = now_ns();
+        now = monotime_ns();
         progress_poll(&pg, now, r->collector, r->sampler, r->collect_errors);
+        if (r->top && poll_top(r, now, t0))
+            break;
         if (t_end && now >= t_end)
             break;
         if (now < next_check)
@@ -508,50 +498,25 @@ static void sample(struct run *r)
             break;
         }
     }
-    r->duration = (now_ns() - t0) / 1e9;
+    r->duration = (monotime_ns() - t0) / 1e9;
 
     progress_clear(&pg);
 
-    r->stop_reason = r->target_gone ? "target_exited" : exiting ? "signal" : t_end ? "duration" : "error";
+    top_close(r->top); /* the terminal back before any message */
+    r->top = NULL;
+    r->stop_reason = r->target_gone ? "target_exited"
+                     : exiting      ? "signal"
+                     : r->top_quit  ? "quit"
+                     : t_end        ? "duration"
+                                    : "error";
 
     if (r->sampler) {
         sampler_detach(r->sampler);
         sampler_poll(r->sampler);
-        sampler_counters(r->sampler, &r->sc);
+        sampler_get_stats(r->sampler, &r->sc);
     }
     if (!o->quiet && r->target_gone)
         fprintf(stderr, "pyebpf-sample: target PID %d exited\n", (int)o->pid);
-}
-
-/* The profile, the summary table (profile in a file) and the statistics (--stats). */
-static int write_outputs(struct run *r)
-{
-    const struct cli_options *o = r->o;
-    struct collect_stats cs;
-    int err;
-
-    profile_finish(&r->prof);
-    r->prof.meta.command = r->cmdline[0] ? strdup(r->cmdline) : NULL;
-    r->prof.meta.duration_s = r->duration;
-    r->prof.meta.frequency = o->frequency;
-    r->prof.meta.period_ns = 1000000000ull / o->frequency;
-    collect_stats(r->collector, &cs);
-    r->prof.meta.samples = cs.samples;
-    err = output_write(&r->prof, r->fmt, o->output);
-    if (err) {
-        fprintf(stderr, "pyebpf-sample: cannot write %s: %s\n", strcmp(o->output, "-") ? o->output : "stdout",
-                strerror(-err));
-        return err;
-    }
-    if (!o->quiet && strcmp(o->output, "-")) {
-        fprintf(stderr, "pyebpf-sample: wrote %s (%s), ", o->output, output_format_name(r->fmt));
-        summary_print_by(&r->prof, stderr, 10, o->summary_by_line ? SUMMARY_BY_LINE : SUMMARY_BY_FUNCTION);
-    }
-    if (o->stats)
-        print_stats(stderr, r);
-    if (!o->quiet && r->prof.meta.samples == 0)
-        fprintf(stderr, "pyebpf-sample: no samples (the target used no CPU while sampled)\n");
-    return 0;
 }
 
 /* Stops a launched command that outlived sampling and frees everything, in reverse order. */
@@ -573,12 +538,13 @@ static void cleanup(struct run *r)
     } else if (r->child && !r->target_gone) {
         waitpid(r->child, &r->child_status, WNOHANG);
     }
+    top_close(r->top);
     if (r->sampler)
         sampler_close(r->sampler);
     nobpf_close(r->nobpf);
     collect_close(r->collector);
-    stackends_free(&r->stackends);
     profile_free(&r->prof);
+    cli_free(r->o);
 }
 
 int main(int argc, char **argv)
@@ -589,6 +555,14 @@ int main(int argc, char **argv)
 
     if (argc > 1 && !strcmp(argv[1], "render"))
         return render_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "diff"))
+        return diffcmd_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "dump"))
+        return dump_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "top")) {
+        o.top = true;
+        argc--, argv++;
+    }
     err = parse_options(argc, argv, &o, &r.fmt);
     if (err)
         return err > 0 ? 0 : 2;
@@ -615,10 +589,12 @@ int main(int argc, char **argv)
     if (o.command && release_command(&r))
         goto out;
     announce(&r);
+    if (o.top && open_top(&r))
+        goto out;
 
     sample(&r);
 
-    if (write_outputs(&r))
+    if (report_write(&r))
         goto out;
     ret = r.nobpf_failed ? 1 : 0;
 out:

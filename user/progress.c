@@ -95,15 +95,15 @@ int progress_poll(struct progress *pg, uint64_t now_ns, const struct collector *
 {
     struct progress_counts c = {0};
     struct collect_stats cs;
-    struct sampler_counters sc;
+    struct sampler_stats sc;
 
     /* Cheap test first: the counters cost a map lookup per key. */
     if (!pg->on || (now_ns - (pg->redraws ? pg->last : pg->t0)) < PROGRESS_INTERVAL_NS)
         return 0;
-    collect_stats(col, &cs);
+    collect_get_stats(col, &cs);
     c.samples = cs.samples;
     c.errors = extra_errors + cs.proc_errors + cs.unwind_errors;
-    if (s && !sampler_counters(s, &sc))
+    if (s && !sampler_get_stats(s, &sc))
         c.lost = sc.lost;
     return progress_update(pg, now_ns, &c);
 }

@@ -12,7 +12,7 @@ then shows which Python functions are on the stack, and ``perf report`` names th
 
 Also: ``python -m pyebpf_jit [--gdb] [--jitdump] [--perf-map] script.py args...`` and, once
 installed with ``make install``, the environment variable ``PYEBPF_JIT=gdb,jitdump,perfmap``.
-CPython 3.11 to 3.15 with the GIL only (free-threaded builds are refused).
+CPython 3.11 to 3.15, and the free-threaded builds of 3.14 and 3.15 (python3.14t, python3.15t).
 """
 import sys
 
@@ -21,11 +21,11 @@ if sys.implementation.name != "cpython" or not ((3, 11) <= sys.version_info[:2] 
         "pyebpf_jit supports CPython 3.11 to 3.15; this is %s %s"
         % (sys.implementation.name, sys.version.split()[0])
     )
-# Free-threaded builds (abiflags "t", e.g. python3.14t) run frames without the GIL that every
-# trampoline structure here relies on.
-if "t" in getattr(sys, "abiflags", ""):
+# Free-threaded builds (abiflags "t"): 3.13t is experimental and has no PyMutex-safe co_extra
+# story; 3.14t and 3.15t are built with their own extension (cp314t) and its own locking.
+if "t" in getattr(sys, "abiflags", "") and sys.version_info[:2] < (3, 14):
     raise ImportError(
-        "pyebpf_jit needs the GIL; this is a free-threaded build (%s, abiflags %r)"
+        "pyebpf_jit supports free-threaded builds from 3.14 on; this is %s (abiflags %r)"
         % (sys.version.split()[0], sys.abiflags)
     )
 

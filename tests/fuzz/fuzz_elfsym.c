@@ -53,10 +53,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (elfsym_lookup(f, UINT64_MAX, &offset))
         sink += offset;
     /* Function starts as the CFI knows them: where symbols are, whatever the link address. */
-    const struct cfi_table *t = elfsym_cfi(f);
+    const struct cfi_read_table *t = elfsym_cfi(f);
     if (t) {
         struct cfi_row row;
-        size_t nf = cfi_table_count(t), step = nf > 64 ? nf / 64 : 1;
+        size_t nf = cfi_read_count(t), step = nf > 64 ? nf / 64 : 1;
         for (size_t i = 0; i < nf; i += step) {
             uint64_t pc;
             if (t->index && i < t->nindex) {
@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const char *sym = elfsym_lookup(f, pc + 1, &offset);
             if (sym)
                 sink += strlen(sym);
-            if (cfi_find_row(t, pc + 1, &row) == 0 && !(pc + 1 >= row.pc_start && pc + 1 < row.pc_end))
+            if (cfi_read_row(t, pc + 1, &row) == 0 && !(pc + 1 >= row.pc_start && pc + 1 < row.pc_end))
                 __builtin_trap();
         }
     }

@@ -69,7 +69,7 @@ run_jitprog() {
     return 0
 }
 
-gen_jitread() {
+gen_jitdump_read() {
     local d=$1 n=0 f pid
     if [ -x "$PY313" ]; then
         ( cd "$TMPD" && exec "$PY313" -X perf_jit work.py ) > /dev/null 2>&1 &
@@ -84,10 +84,10 @@ gen_jitread() {
         [ -f "$f" ] && cp "$f" "$d/jitprog.dump" && n=$((n + 1))
     done
     python3 "$ROOT/tests/fuzz/synth_jitdump.py" "$d" && n=$((n + 5))
-    note "jitread: $n seeds"
+    note "jitdump_read: $n seeds"
 }
 
-gen_perfmap() {
+gen_perfmap_read() {
     local d=$1 n=0 f pid
     if [ -x "$PY312" ]; then
         ( cd "$TMPD" && exec "$PY312" -X perf work.py ) > /dev/null 2>&1 &
@@ -100,7 +100,7 @@ gen_perfmap() {
     done
     printf '7f0000001000 40 py::f:/x.py\n0x7f0000001040 0x10 with spaces in name\nbad line\n7f0000001000 8 later wins\n7f00000010a0 8 no newline' \
         > "$d/synth.map" && n=$((n + 1))
-    note "perfmap: $n seeds"
+    note "perfmap_read: $n seeds"
 }
 
 gen_elfsym() {
@@ -109,10 +109,10 @@ gen_elfsym() {
     note "elfsym: $n seeds"
 }
 
-gen_cfi() {
+gen_cfi_read() {
     local d=$1 n=0 f
     for f in $(small_elfs); do
-        # layout of fuzz_cfi.c: flag, vaddr, pc, hdr_vaddr, hdr_size, header bytes, section bytes
+        # layout of fuzz_cfi_read.c: flag, vaddr, pc, hdr_vaddr, hdr_size, header bytes, section bytes
         python3 - "$f" "$d/$(basename "$f")" << 'PY' && n=$((n + 1))
 import struct, subprocess, sys
 path, out = sys.argv[1], sys.argv[2]
@@ -169,7 +169,7 @@ sys.exit(0 if made else 1)
 PY
         done
     fi
-    note "cfi: $n files gave seeds"
+    note "cfi_read: $n files gave seeds"
 }
 
 gen_linetable() {

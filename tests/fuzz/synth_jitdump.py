@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes small jitdump files that use every record kind (seeds for fuzz_jitread).
+"""Writes small jitdump files that use every record kind (seeds for fuzz_jitdump_read).
 
 Usage: synth_jitdump.py OUTDIR. Layout as in jitdump/jitdump_format.h and perf's jitdump.h:
 40-byte header; records = 16-byte prefix (id, total_size, timestamp) + body.

@@ -11,14 +11,18 @@ need_file "$S"
 need_file "$P/faultprog"
 need_root
 
-stat_of() { sed -n "s/^$1: //p" "$2"; }
-# well_formed FILE: every line is "frame;frame;... COUNT", no empty frame (a thread root has spaces)
-well_formed() { [ -s "$1" ] && ! grep -vqE '^[^;]+(;[^;]+)* [0-9]+$' "$1"; }
+MIN_NAMED_WORKER_PCT=95 # leader exited: worker samples named from a live thread's maps
+MIN_WORKER_SAMPLES=100
 
 # -- the target exits in the middle of a run (PID mode) -------------------------------------
-"$P/faultprog" recurse 10 1.5 & tgt=$!
+# The target spins for 1.5 s once the sampler says it samples (the go file): a loaded machine can
+# take longer to set the sampler up than a fixed run of the target lasts.
+"$P/faultprog" recurse 10 1.5 "$TMP/go" & tgt=$!
+timeout 30 "$S" -F 499 -d 20 --stats -o "$TMP/exit.folded" "$tgt" 2> "$TMP/exit.err" & smp=$!
+wait_line 30 "$TMP/exit.err" '^pyebpf-sample: sampling PID'
+touch "$TMP/go"
 start=$(date +%s.%N)
-timeout 30 "$S" -q -F 499 -d 20 --stats -o "$TMP/exit.folded" "$tgt" 2> "$TMP/exit.err"; rc=$?
+wait "$smp"; rc=$?
 end=$(date +%s.%N)
 wait "$tgt" 2> /dev/null
 check "target exits mid-run: exit 0" [ $rc -eq 0 ]
@@ -122,28 +126,32 @@ check "ring overflow: every record read became a sample ($ev events)" [ "$ev" -e
 total=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/ov.folded")
 check "ring overflow: folded counts add up to samples ($total)" [ "$total" -eq "$n" ]
 check "ring overflow: every line well-formed" well_formed "$TMP/ov.folded"
-# every frame is a symbol, module+0xOFF, or a bracketed marker; stacks under main are the
-# workload's call graph
-bad=$(awk '{ sub(/ [0-9]+$/, ""); n = split($0, f, ";"); for (i = 1; i <= n; i++) print f[i] }' "$TMP/ov.folded" |
-    grep -cvE '^([A-Za-z_][A-Za-z0-9_.@]*|[A-Za-z0-9_.+-]+\+0x[0-9a-f]+|\[(unknown|kernel|truncated)\])$')
-check "ring overflow: no garbage frame ($bad)" [ "$bad" -eq 0 ]
+# every frame is a symbol, module+0xOFF (the module may be the kernel's [vdso]: on 6.18 the
+# clock's vDSO code has addresses no symbol covers), or a bracketed marker; stacks under main are
+# the workload's call graph
+awk '{ sub(/ [0-9]+$/, ""); n = split($0, f, ";"); for (i = 1; i <= n; i++) print f[i] }' "$TMP/ov.folded" |
+    grep -vE '^([A-Za-z_][A-Za-z0-9_.@]*|([A-Za-z0-9_.+-]+|\[vdso\])\+0x[0-9a-f]+|\[(unknown|kernel|truncated)\])$' > "$TMP/ov.bad"
+bad=$(wc -l < "$TMP/ov.bad")
+check "ring overflow: no garbage frame ($bad: $(sort -u "$TMP/ov.bad" | head -3 | tr '\n' ' '))" [ "$bad" -eq 0 ]
 # c and d also read their thread's CPU clock (thread_cpu_ns, maybe inlined: clock_gettime, the vDSO)
 clk='(publish|thread_cpu_ns|[^;]*clock_gettime[^;]*|linux-vdso[^;]*|\[vdso\][^;]*)(;.*)?'
 grep -oE ';main;.*' "$TMP/ov.folded" | sed 's/ [0-9]*$//' |
-    grep -vE "^;main(;(a(;(b(;(c(;$clk)?)?)?|d(;$clk)?|now.*|publish))?|now.*|worker.*|pthread.*|__.*))?\$" > "$TMP/ov.odd"
+    grep -vE "^;main(;(a(;(b(;(c(;$clk)?)?)?|d(;$clk)?|now.*|publish))?|now.*|worker.*|pthread.*|__.*|fprintf.*))?\$" > "$TMP/ov.odd"
 odd=$(wc -l < "$TMP/ov.odd")
 check "ring overflow: stacks under main follow the call graph ($odd odd: $(head -c 300 "$TMP/ov.odd"))" [ "$odd" -eq 0 ]
 
 # -- only the target is sampled -------------------------------------------------------------
 # A bystander spins on a CPU the whole time; no sample, frame or thread of it may appear, and
 # the kernel's matched count must fit the target's own CPU time.
-"$P/faultprog" spin bystander 6 & by=$!
-"$P/callgraph" 6 & tgt=$!
-sleep 0.5
-cpu0=$(awk '{ print $14 + $15 }' "/proc/$tgt/stat")
+# Both run until killed after the sampler's 3 s (30 s at most), whatever its start-up takes.
+"$P/faultprog" spin bystander 30 & by=$!
+"$P/callgraph" 30 & tgt=$!
+wait_until 10 ran $by
+wait_until 10 ran $tgt
+cpu0=$(cpu_ticks $tgt)
 timeout 30 "$S" -q -F 999 --threads --stats -d 3 -o "$TMP/iso.folded" "$tgt" 2> "$TMP/iso.err"; rc=$?
-cpu1=$(awk '{ print $14 + $15 }' "/proc/$tgt/stat")
-bycpu=$(awk '{ print $14 + $15 }' "/proc/$by/stat")
+cpu1=$(cpu_ticks $tgt)
+bycpu=$(cpu_ticks $by)
 kill "$by" "$tgt" 2> /dev/null; wait "$by" "$tgt" 2> /dev/null
 m=$(stat_of kernel_matched "$TMP/iso.err"); n=$(stat_of samples "$TMP/iso.err")
 check "isolation: exit 0, target sampled ($n samples)" bash -c "[ $rc -eq 0 ] && [ ${n:-0} -gt 0 ]"
@@ -165,15 +173,20 @@ need_cmd unshare
 cat > "$TMP/reuse.sh" << 'EOF'
 set -u
 B=$1 OUT=$2
-"$B/progs/callgraph" 2 & a=$!
-"$B/pyebpf-sample" -q --threads --stats -F 999 -d 10 -o "$OUT/reuse.folded" "$a" 2> "$OUT/reuse.err" & col=$!
-wait $a
+"$B/progs/callgraph" 30 & a=$!
+"$B/pyebpf-sample" --threads --stats -F 999 -d 20 -o "$OUT/reuse.folded" "$a" 2> "$OUT/reuse.err" & col=$!
+# the target ends once it has been sampled for 0.2 s of its CPU (whatever the set-up took)
+wait_line 30 "$OUT/reuse.err" '^pyebpf-sample: sampling PID' && t0=$(cpu_ticks $a) && wait_until 30 ran_since $a "$t0" 20
+kill $a; wait $a
 echo $((a - 1)) > /proc/sys/kernel/ns_last_pid
 "$B/progs/faultprog" spin reused 3 & b=$!
 echo "$a $b" > "$OUT/reuse.pids"
+# whether the new process ran while the collector still sampled (it prints --stats once it stops)
+wait_until 10 ran $b && ! grep -q '^stopped_by:' "$OUT/reuse.err" && echo overlap > "$OUT/reuse.overlap"
 wait $col; echo $? >> "$OUT/reuse.pids"
 wait $b
 EOF
+export -f wait_until wait_line cpu_ticks ran_since ran # for reuse.sh, in the namespace
 timeout 60 unshare --pid --fork --mount-proc bash "$TMP/reuse.sh" "$BUILD" "$TMP"
 read -r a b < "$TMP/reuse.pids"
 rc=$(tail -1 "$TMP/reuse.pids")
@@ -185,7 +198,13 @@ if [ "$a" = "$b" ]; then
     check "PID reuse: no sample of the process that took the PID" \
         bash -c "! grep -qE 'bystander_spin|\((reused|faultprog)\)' '$TMP/reuse.folded'"
     drops=$(stat_of pid_reused_drops "$TMP/reuse.err")
-    check "PID reuse: its samples dropped in the kernel and counted ($drops)" [ "${drops:-0}" -gt 0 ]
+    # Only a sample taken before the collector saw the target exit can be dropped: on a loaded
+    # machine it may notice before the new process runs at all.
+    if [ -s "$TMP/reuse.overlap" ] || [ "${drops:-0}" -gt 0 ]; then
+        check "PID reuse: its samples dropped in the kernel and counted ($drops)" [ "${drops:-0}" -gt 0 ]
+    else
+        skip "PID reuse: its samples dropped in the kernel and counted" "the collector had ended before the new process ran"
+    fi
 else
     fail "PID reuse: the new process got the target's PID" "target $a, new process $b"
 fi
@@ -199,14 +218,8 @@ for prog in leaderexit leaderexit-nofp; do
     : > "$TMP/$prog.out"
     "$P/$prog" 20 > "$TMP/$prog.out" &
     lp=$!
-    for _ in $(seq 50); do
-        grep -q '^READY' "$TMP/$prog.out" && break
-        sleep 0.1
-    done
-    for _ in $(seq 50); do
-        [ "$(awk '{print $3}' "/proc/$lp/stat" 2> /dev/null)" = Z ] && break
-        sleep 0.1
-    done
+    wait_line 10 "$TMP/$prog.out" '^READY'
+    wait_until 10 proc_state "$lp" Z # the leader has called pthread_exit
     maps=$(wc -c < "/proc/$lp/maps")
     "$S" -q -F 499 -d 2 --stats -o "$TMP/$prog.folded" "$lp" 2> "$TMP/$prog.err"
     rc=$?
@@ -214,7 +227,7 @@ for prog in leaderexit leaderexit-nofp; do
     wait "$lp" 2> /dev/null
     read -r total named unk < <(awk '{t += $NF} /start_thread;worker_main;leader_gone_spin( |;)/ {n += $NF}
         /\[unknown\]/ {u += $NF} END {print t + 0, n + 0, u + 0}' "$TMP/$prog.folded")
-    if [ "$rc" = 0 ] && [ "$maps" = 0 ] && [ "$total" -ge 100 ] && [ $((named * 100)) -ge $((total * 95)) ] &&
+    if [ "$rc" = 0 ] && [ "$maps" = 0 ] && share_ge "$named" "$total" $MIN_NAMED_WORKER_PCT $MIN_WORKER_SAMPLES &&
         [ "$unk" = 0 ]; then
         pass "leader exited ($prog, /proc/PID/maps empty): $named of $total samples named start_thread;worker_main;leader_gone_spin, no [unknown]"
     else

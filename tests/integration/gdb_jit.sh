@@ -61,13 +61,15 @@ else
 fi
 
 # (b) gdb attaches to a running process after registration
+parked() { proc_state "$1" T || proc_state "$1" S; }
 attach_bt() { # attach_bt OUTFILE JITPROG-ARGS...: starts jitprog, attaches, prints seconds taken
     local out=$1 pid t0 t1
     shift
     "$BUILD/progs/jitprog" "$@" > "$TMP/ready" 2> "$TMP/jitprog.err" &
     pid=$!
-    for _ in $(seq 600); do grep -q '^ready' "$TMP/ready" && break; sleep 0.1; done
-    sleep 0.2
+    wait_line 60 "$TMP/ready" '^ready'
+    # nothing blocks between "ready" and innermost(): stopped (--stop) or in pause() (--wait)
+    wait_until 30 parked "$pid"
     t0=$(date +%s.%N)
     "${GDB[@]}" -p "$pid" -ex bt > "$out" 2>&1
     t1=$(date +%s.%N)

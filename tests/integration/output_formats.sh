@@ -101,7 +101,6 @@ rc=$?
 check "missing directory: exit status 1 and the reason" test $rc -eq 1 -a -n "$(grep 'No such file' "$TMP/nodir.err")"
 
 # ---- speedscope: validates against the published schema; stacks and weights = folded ----
-JS="$BUILD/js/node_modules"
 if [ ! -d "$JS/ajv" ] && command -v npm > /dev/null; then
     make -s -C "$ROOT" BUILD="$BUILD" js-deps > "$TMP/npm.log" 2>&1 || true
 fi
@@ -262,8 +261,8 @@ check "fold-perf: offsets dropped, py:: kept, kernel _[k], [module] for unknown"
 if [ "$(id -u)" != 0 ] || ! command -v perf > /dev/null; then
     skip "fold-perf on a real perf recording" "needs root and perf"
 else
-    PY=$(command -v python3.12 || true)
-    [ -x /root/.pyenv/versions/3.12.1/bin/python3.12 ] && PY=/root/.pyenv/versions/3.12.1/bin/python3.12
+    PY=$(first_python pyenv-3.12.1)
+    [ -n "$PY" ] || PY=$(command -v python3.12 || true)
     if [ -z "$PY" ]; then
         skip "fold-perf on a real perf recording" "needs python3.12 (for -X perf)"
     else

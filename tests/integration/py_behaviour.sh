@@ -123,14 +123,12 @@ print(f())' 2>&1)
         { echo "$out"; return 1; }
 }
 
-# label interpreter
-pys=("3.11.7 /root/.pyenv/versions/3.11.7/bin/python3.11" "3.12.1 /root/.pyenv/versions/3.12.1/bin/python3.12"
-     "3.13.0 /root/.pyenv/versions/3.13.0/bin/python3.13"
-     "3.14 $BUILD/pythons/bin/python3.14" "3.15 $BUILD/pythons/bin/python3.15")
-for entry in "${pys[@]}"; do
-    v=${entry%% *} py=${entry#* }
-    if [ ! -x "$py" ]; then
-        case "$py" in */pythons/bin/*) why="${py#"$ROOT"/} absent (make test-pythons)" ;; *) why="$py not installed" ;; esac
+# Debian's /usr/bin/python3.11 is left out: it loads the 3.11 build tested here with pyenv's 3.11.7
+mapfile -t PYS < <(test_pythons pyenv-3.11.7 pyenv-3.12.1 pyenv-3.13.0 python3.14 python3.15)
+for line in "${PYS[@]}"; do
+    read -r label py why <<< "$line"
+    v=${label#pyenv-}
+    if [ "$py" = - ]; then
         skip "CPython test modules pass with pyebpf_jit ($v)" "$why"
         skip "threads, fork (child writes its own jit-PID.dump), enable/disable ($v)" "$why"
         skip "python -m pyebpf_jit script / -m / -c ($v)" "$why"
@@ -138,7 +136,7 @@ for entry in "${pys[@]}"; do
         continue
     fi
     case "$py" in */pythons/bin/*) v=$("$py" -c 'import platform; print(platform.python_version())') ;; esac
-    mm=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    mm=$(py_minor "$py")
     pkg="$BUILD/python$mm"
     if ! ls "$pkg"/pyebpf_jit/_native*.so > /dev/null 2>&1; then
         # build/pythons fetched before it carried the headers: nothing to build the module with

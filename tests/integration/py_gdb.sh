@@ -34,20 +34,12 @@ pyebpf_jit.enable(gdb=True, jitdump=False)
 level1()
 PY
 
-# interpreter -> build dir of its MAJOR.MINOR
-pythons=(/root/.pyenv/versions/3.11.7/bin/python3.11 /root/.pyenv/versions/3.12.1/bin/python3.12
-         /root/.pyenv/versions/3.13.0/bin/python3.13 /usr/bin/python3.11
-         "$BUILD/pythons/bin/python3.14" "$BUILD/pythons/bin/python3.15")
-for py in "${pythons[@]}"; do
+mapfile -t PYS < <(test_pythons --plain)
+for line in "${PYS[@]}"; do
+    read -r label py why <<< "$line"
     name="gdb bt names py::level3 > level2 > level1 and reaches main (${py#"$ROOT"/})"
-    if [ ! -x "$py" ]; then
-        case "$py" in
-        */pythons/bin/*) skip "$name" "${py#"$ROOT"/} absent (make test-pythons)" ;;
-        *) skip "$name" "$py not installed" ;;
-        esac
-        continue
-    fi
-    ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    if [ "$py" = - ]; then skip "gdb bt names py::level3 > level2 > level1 ($label)" "$why"; continue; fi
+    ver=$(py_minor "$py")
     pkg="$BUILD/python$ver"
     if ! ls "$pkg"/pyebpf_jit/_native*.so > /dev/null 2>&1; then
         # build/pythons fetched before it carried the headers: nothing to build the module with
@@ -60,11 +52,10 @@ for py in "${pythons[@]}"; do
     out="$TMP/out.$TAP_N" bt="$TMP/bt.$TAP_N"
     PYTHONPATH="$pkg" "$py" "$TMP/nested.py" > "$out" 2>&1 &
     pid=$!
-    for _ in $(seq 300); do grep -q "^ready" "$out" && break; sleep 0.1; done
-    if ! grep -q '^ready' "$out"; then
+    # gdb attaches once level3 sleeps
+    if ! wait_line 30 "$out" '^ready' || ! wait_until 10 in_nanosleep $pid; then
         fail "$name" "program did not start: $(head -c 300 "$out")"; kill $pid 2>/dev/null; continue
     fi
-    sleep 0.3 # let the sleep start
     # the binary that really runs, when the process image is a loader started by hand (see top)
     exe=$(awk '/^ready/ { print $3; exit }' "$out")
     gdb_target_args $pid "$exe"

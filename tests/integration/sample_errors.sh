@@ -42,7 +42,7 @@ check "PID that does not exist: one clear line" \
 need_root
 need_cmd setpriv
 
-# a process of another user, without CAP_SYS_PTRACE
+# a process of another user, without CAP_SYS_PTRACE (sleep: a target that just exists; killed below)
 sleep 30 & victim=$!
 run setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all --bounding-set=-all \
     "$S" -d 1 "$victim"
@@ -53,9 +53,10 @@ one_line && pass "no permission for PID: one line" || fail "no permission for PI
 
 # capabilities dropped: no BPF (the target holds no capabilities either, so the collector may
 # read it without CAP_SYS_PTRACE and fails at the BPF step)
-setpriv --inh-caps=-all --bounding-set=-all sleep 30 & plain=$!
+setpriv --inh-caps=-all --bounding-set=-all sleep 30 & plain=$! # sleep: the target, killed below
 # until setpriv has dropped its capabilities and become sleep, the target is still privileged
-for _ in $(seq 100); do [ "$(cat /proc/$plain/comm 2> /dev/null)" = sleep ] && break; sleep 0.05; done
+became_sleep() { [ "$(cat "/proc/$plain/comm" 2> /dev/null)" = sleep ]; }
+wait_until 5 became_sleep
 run setpriv --inh-caps=-all --bounding-set=-all "$S" -d 1 "$plain"
 check "no capabilities: non-zero exit" [ $rc -ne 0 ]
 check "no capabilities: names CAP_BPF and CAP_PERFMON" \
@@ -79,20 +80,25 @@ start=$(date +%s.%N)
 run "$S" -q -F 499 -d 20 --stats -o "$TMP/short.folded" -- "$P/callgraph" 1
 end=$(date +%s.%N)
 check "target exits: exit 0" [ $rc -eq 0 ]
-check "target exits: run ends with it (< 5 s, not the 20 s asked)" \
-    awk -v a="$start" -v b="$end" 'BEGIN { exit !(b - a < 5) }'
+# (the bound leaves the sampler's set-up room: it takes seconds on a loaded machine)
+check "target exits: run ends with it (< 12 s, not the 20 s asked)" le "$(echo "$end - $start" | bc)" 12
 check "target exits: folded lines written" grep -qE '^[^ ].* [0-9]+$' "$TMP/short.folded"
 check "target exits: stats say so" grep -q '^stopped_by: target_exited$' "$TMP/err"
 check "target exits: every line is 'stack count'" \
     bash -c "! grep -vqE '^[^ ].* [0-9]+$' '$TMP/short.folded'"
 
 # attach to a running process by PID; SIGTERM to the collector writes what it has
-"$P/callgraph" 20 & busy=$!
-# (the signal is sent once the collector says it samples: BPF loading takes seconds on a busy machine)
-sampling() { for _ in $(seq 600); do grep -q '^pyebpf-sample: sampling' "$1" && return; sleep 0.05; done; }
+"$P/callgraph" 120 & busy=$! # runs until killed below, however long two set-ups take
+# (the signal is sent once the collector says it samples: BPF loading takes seconds on a busy
+# machine; and once the target has run SAMPLED_TICKS of CPU since, so there are samples to write)
+SAMPLED_TICKS=20
+sampled() {
+    local t0
+    wait_line 30 "$1" '^pyebpf-sample: sampling' && t0=$(cpu_ticks "$busy") &&
+        wait_until 30 ran_since "$busy" "$t0" $SAMPLED_TICKS
+}
 "$S" -F 499 --stats -o "$TMP/term.folded" "$busy" 2> "$TMP/term.err" & col=$!
-sampling "$TMP/term.err"
-sleep 1
+sampled "$TMP/term.err"
 kill -TERM "$col"
 wait "$col"; rc=$?
 check "SIGTERM: exit 0" [ $rc -eq 0 ]
@@ -100,8 +106,7 @@ check "SIGTERM: profile written" grep -qE 'main;a;b;c.* [0-9]+$' "$TMP/term.fold
 check "SIGTERM: stats say so" grep -q '^stopped_by: signal$' "$TMP/term.err"
 check "PID mode: target keeps running after the collector stops" kill -0 "$busy"
 "$S" -F 499 -o "$TMP/int.folded" "$busy" 2> "$TMP/int.err" & col=$!
-sampling "$TMP/int.err"
-sleep 1
+sampled "$TMP/int.err"
 kill -INT "$col"
 wait "$col"; rc=$?
 check "SIGINT: exit 0 and profile written" bash -c "[ $rc -eq 0 ] && [ -s '$TMP/int.folded' ]"
@@ -111,17 +116,20 @@ kill "$busy"; wait "$busy" 2> /dev/null
 # stays as it was) and never lets the held command run
 echo keep > "$TMP/early.folded"
 "$S" -F 499 --stats -o "$TMP/early.folded" -- "$P/callgraph" 30 2> "$TMP/early.err" & col=$!
-sleep 0.05
+wait_until 10 catches "$col" 15 # its SIGTERM handler is in place: setup has begun
 kill -TERM "$col"
 wait "$col"; rc=$?
 if grep -q '^pyebpf-sample: sampling' "$TMP/early.err"; then
-    skip "SIGTERM during setup" "setup finished within 50 ms: the signal came while sampling"
+    skip "SIGTERM during setup" "setup finished before the signal came"
     skip "SIGTERM during setup: the held command does not run on" "as above"
 else
     check "SIGTERM during setup: status 143, says nothing was written, output untouched ($rc)" \
         bash -c "[ $rc -eq 143 ] && grep -q 'interrupted before sampling started; nothing written' '$TMP/early.err' && [ \"\$(cat '$TMP/early.folded')\" = keep ]"
+    # the held command is a fork of the collector (its command line) until it would exec
+    held_gone() { ! pgrep -f -- "^$S -F 499 --stats -o $TMP/early.folded" > /dev/null; }
+    wait_until 10 held_gone
     check "SIGTERM during setup: the held command does not run on" \
-        bash -c "sleep 0.5; ! pgrep -f '^$P/callgraph 30$' > /dev/null"
+        bash -c "! pgrep -f '^$P/callgraph 30$' > /dev/null"
 fi
 
 # duration shorter than the launched command: the command is stopped, output written

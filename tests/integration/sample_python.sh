@@ -11,21 +11,25 @@ S="$BUILD/pyebpf-sample"
 W="$ROOT/tests/py/sample_work.py"
 need_file "$S"
 
-PYS="${SAMPLE_PYTHONS:-deb311=/usr/bin/python3.11 311=/root/.pyenv/versions/3.11.7/bin/python3.11
-312=/root/.pyenv/versions/3.12.1/bin/python3.12 313=/root/.pyenv/versions/3.13.0/bin/python3.13
-314=$BUILD/pythons/bin/python3.14 315=$BUILD/pythons/bin/python3.15}"
+# Bounds
+SHARE_TOL=0.05          # inner's share against hot_b: the workload's own measure +- this
+MIN_SHARE_SAMPLES=50    # ... over at least these samples
+MAX_MARKER_PCT=5        # --python-only: samples with an honest marker frame (see below)
+MIN_ORDERED_PCT=99      # qsort: merged callback samples in caller;...;qsort;...;compare order
+MIN_QSORT_SAMPLES=10
+MAX_READS_PER_SAMPLE=1.0
+MIN_BATCHED_PCT=98      # --no-bpf: reads served by the one predicted batched call
+MIN_NOBPF_SAMPLES=100
 
-# stat KEY FILE: the value of a "key: value" line
-stat() { sed -n "s/^$1: //p" "$2" | head -1; }
-le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 <= b + 0) }'; }
-# py_share FOLDED F1 F2: samples whose stack holds F1 / (F1 + F2)
-share() { awk -v a="$2 (" -v b="$3 (" '{ n = $NF } index($0, a) { x += n } index($0, b) { y += n }
+# pair_share FOLDED F1 F2: samples whose stack holds F1 / (F1 + F2), and F1 + F2
+pair_share() { awk -v a="$2 (" -v b="$3 (" '{ n = $NF } index($0, a) { x += n } index($0, b) { y += n }
           END { if (x + y) printf "%.4f %d\n", x / (x + y), x + y; else print "0 0" }' "$1"; }
 
-for spec in $PYS; do
-    tag=${spec%%=*} py=${spec#*=}
-    if [ ! -x "$py" ]; then
-        skip "$tag: all checks" "$py not present (build/pythons is optional)"
+mapfile -t PYS < <(test_pythons --plain)
+for line in "${PYS[@]}"; do
+    read -r tag py why <<< "$line"
+    if [ "$py" = - ]; then
+        skip "$tag: all checks" "$why"
         continue
     fi
     d="$TMP/$tag"; mkdir -p "$d"
@@ -38,8 +42,8 @@ for spec in $PYS; do
         fail "$tag: main;outer;middle;inner with line numbers" "$(head -c 400 "$d/chain.folded")"
     fi
     want=$(sed -n 's/^SHARE inner //p' "$d/chain.out")
-    read -r got n < <(share "$d/chain.folded" inner hot_b)
-    if awk -v a="$want" -v b="$got" -v n="$n" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(n >= 50 && d <= 0.05) }'; then
+    read -r got n < <(pair_share "$d/chain.folded" inner hot_b)
+    if ge "$n" $MIN_SHARE_SAMPLES && within "$got" "$want" $SHARE_TOL; then
         pass "$tag: share of inner vs hot_b $got (workload measured $want, $n samples)"
     else
         fail "$tag: share of inner vs hot_b" "profile $got over $n samples, workload $want"
@@ -50,10 +54,10 @@ for spec in $PYS; do
     # Two markers are not Python frames but honest: "<unreadable>" (a frame read while the
     # interpreter was linking or unlinking it, seen during start-up under launch mode) and
     # "[truncated]" (a walk that stopped early, e.g. on such a torn chain). They may stand in at most
-    # 5 % of the samples; any other frame that is not Python (a native one) fails.
+    # MAX_MARKER_PCT % of the samples; any other frame that is not Python (a native one) fails.
     bad=$(awk '{ $NF = ""; n = split($0, f, ";"); for (i = 1; i <= n; i++) { sub(/ $/, "", f[i]); if (f[i] !~ / \(.*\)$/ && f[i] != "[native]" && f[i] != "<unreadable>" && f[i] != "[truncated]") print f[i] } }' "$d/po.folded" | sort -u | head -3)
     read -r torn all < <(awk '{ all += $NF; if ($0 ~ /(^|;)(<unreadable>|\[truncated\])(;| [0-9]+$)/) torn += $NF } END { print torn + 0, all + 0 }' "$d/po.folded")
-    if [ -s "$d/po.folded" ] && [ -z "$bad" ] && [ $((torn * 20)) -le "$all" ]; then
+    if [ -s "$d/po.folded" ] && [ -z "$bad" ] && share_le "$torn" "$all" $MAX_MARKER_PCT; then
         pass "$tag: --python-only shows Python frames only"
     else
         fail "$tag: --python-only shows Python frames only" "non-Python: $bad; markers in $torn of $all samples"
@@ -78,14 +82,14 @@ for spec in $PYS; do
     # samples the merge declared wrong ([merge error] frame) are counted apart
     read -r tot ok flagged <<< "$(awk '{ n = $NF } /compare \(/ { if (/\[merge error\]/) { f += n; next } t += n;
         if ($0 ~ /caller \([^;]*\);(.*;)?qsort(_r)?;(.*;)?compare \(/) k += n } END { print t + 0, k + 0, f + 0 }' "$d/qs.folded")"
-    merr=$(stat merge_errors "$d/qs.err")
+    merr=$(stat_of merge_errors "$d/qs.err")
     # (the misordered samples of a mismatch cannot show compare; see docs/python-frames.md)
-    if [ "$tot" -ge 10 ] && [ $((ok * 100)) -ge $((tot * 99)) ]; then
+    if ge "$tot" $MIN_QSORT_SAMPLES && share_ge "$ok" "$tot" $MIN_ORDERED_PCT; then
         pass "$tag: caller;…;qsort;…;compare in $ok of $tot merged samples in the callback ($flagged flagged [merge error])"
     else
         fail "$tag: caller;…;qsort;…;compare order" "$ok of $tot merged samples ($merr merge errors); first other: $(grep 'compare (' "$d/qs.folded" | grep -v 'merge error' | grep -vE 'caller \([^;]*\);(.*;)?qsort(_r)?;(.*;)?compare \(' | head -1 | sed "s|$ROOT/tests/py/||g" | head -c 600)"
     fi
-    echo "# $tag qsort: $(stat samples "$d/qs.err") samples, $tot in compare, merge_errors $merr"
+    echo "# $tag qsort: $(stat_of samples "$d/qs.err") samples, $tot in compare, merge_errors $merr"
 
     # recursion 1000
     "$S" -q -F 99 -o "$d/deep.folded" -- "$py" "$W" deep 2 > /dev/null 2> "$d/deep.err"
@@ -102,40 +106,42 @@ for spec in $PYS; do
     : > "$d/st.out"
     "$py" "$W" steady 4 > "$d/st.out" &
     wpid=$!
-    for _ in $(seq 100); do grep -q READY "$d/st.out" && break; sleep 0.05; done
+    wait_line 10 "$d/st.out" READY
     "$S" -q -F 999 -d 2.5 --stats -o "$d/x.folded" $wpid 2> "$d/st.err"
     wait $wpid
-    rps=$(stat reads_per_sample "$d/st.err")
-    if le "$rps" 1.0 && [ -n "$(stat python_frames_in_kernel "$d/st.err")" ] && [ -n "$(stat merge_errors "$d/st.err")" ]; then
-        pass "$tag: --stats steady: reads_per_sample $rps <= 1.0 ($(stat samples "$d/st.err") samples)"
+    rps=$(stat_of reads_per_sample "$d/st.err")
+    if le "$rps" $MAX_READS_PER_SAMPLE && [ -n "$(stat_of python_frames_in_kernel "$d/st.err")" ] && [ -n "$(stat_of merge_errors "$d/st.err")" ]; then
+        pass "$tag: --stats steady: reads_per_sample $rps <= $MAX_READS_PER_SAMPLE ($(stat_of samples "$d/st.err") samples)"
     else
         fail "$tag: --stats steady reads_per_sample" "$rps"
     fi
-    echo "# $tag steady: collector_loop_cpu_us_per_sample $(stat collector_loop_cpu_us_per_sample "$d/st.err"), merge_errors $(stat merge_errors "$d/st.err")"
+    echo "# $tag steady: collector_loop_cpu_us_per_sample $(stat_of collector_loop_cpu_us_per_sample "$d/st.err"), merge_errors $(stat_of merge_errors "$d/st.err")"
 
     # --no-bpf
     # attached once the stack is steady (the start-up's imports change the stack at every read)
     : > "$d/nb.out"
     "$py" "$W" steady 4 > "$d/nb.out" &
     wpid=$!
-    for _ in $(seq 100); do grep -q READY "$d/nb.out" && break; sleep 0.05; done
+    wait_line 10 "$d/nb.out" READY
     "$S" -q -F 300 -d 2 --no-bpf --stats -o "$d/nb.folded" $wpid 2> "$d/nb.err"
     wait $wpid
-    calls=$(stat pystack_reads_per_sample "$d/nb.err") steady=$(stat steady_samples "$d/nb.err") ns=$(stat python_samples "$d/nb.err")
+    calls=$(stat_of pystack_reads_per_sample "$d/nb.err") steady=$(stat_of steady_samples "$d/nb.err") ns=$(stat_of python_samples "$d/nb.err")
     # steady_samples: reads served by the one predicted batched call (the first, cold read
     # costs one call per frame and code object)
-    if grep -q 'steady (' "$d/nb.folded" && [ "${ns:-0}" -ge 100 ] &&
-       awk -v s="$steady" -v n="$ns" 'BEGIN { exit !(s >= 0.98 * n) }'; then
+    if grep -q 'steady (' "$d/nb.folded" && ge "$ns" $MIN_NOBPF_SAMPLES &&
+       share_ge "$steady" "$ns" $MIN_BATCHED_PCT; then
         pass "$tag: --no-bpf: $steady of $ns reads in one batched call ($calls calls per read with the cold one)"
     else
         fail "$tag: --no-bpf one batched call per sample" "calls/read $calls steady $steady of $ns"
     fi
-    echo "# $tag --no-bpf: ticks $(stat nobpf_ticks "$d/nb.err"), missed $(stat nobpf_missed_ticks "$d/nb.err"), collector_loop_cpu_us_per_sample $(stat collector_loop_cpu_us_per_sample "$d/nb.err")"
+    echo "# $tag --no-bpf: ticks $(stat_of nobpf_ticks "$d/nb.err"), missed $(stat_of nobpf_missed_ticks "$d/nb.err"), collector_loop_cpu_us_per_sample $(stat_of collector_loop_cpu_us_per_sample "$d/nb.err")"
 done
 
 # No BPF rights: only CAP_SYS_PTRACE left. The BPF sampler is refused, --no-bpf works.
-if command -v setpriv > /dev/null; then
-    py=/usr/bin/python3.11
+py=$(first_python debian-3.11 pyenv-3.11.7 pyenv-3.12.1 pyenv-3.13.0)
+if [ -z "$py" ]; then
+    skip "only CAP_SYS_PTRACE: --no-bpf" "no interpreter of tests/pythons present"
+elif command -v setpriv > /dev/null; then
     CAPS=(setpriv --bounding-set -all,+sys_ptrace --inh-caps -all,+sys_ptrace --ambient-caps -all,+sys_ptrace --)
     "${CAPS[@]}" "$S" -q -d 1 -o "$TMP/x.folded" -- "$py" "$W" steady 2 > /dev/null 2> "$TMP/cap_bpf.err"
     rc_bpf=$?
@@ -154,7 +160,7 @@ fi
 "$S" -v -q -F 99 -o "$TMP/c.folded" -- "$BUILD/progs/callgraph" 2> "$TMP/c.err" > /dev/null
 notes=$(grep -c 'no Python frames' "$TMP/c.err")
 check "non-Python target: one -v note ($notes)" [ "$notes" = 1 ]
-"$S" -q --no-bpf -o "$TMP/x.folded" -- sleep 5 2> "$TMP/nb_c.err"
+"$S" -q --no-bpf -o "$TMP/x.folded" -- sleep 5 2> "$TMP/nb_c.err" # sleep: the non-Python workload
 rc=$?
 if [ $rc != 0 ] && grep -q 'not a Python process' "$TMP/nb_c.err"; then
     pass "--no-bpf on a non-Python target: refused (rc $rc)"

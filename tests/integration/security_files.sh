@@ -28,11 +28,7 @@ start_stopped() {
         --sinks gdb,jitdump,perfmap > "$out.out" 2> "$out.err" &
     PID=$!
     PIDS_TO_CLEAN+=("$PID")
-    for _ in $(seq 100); do
-        [ "$(cut -d' ' -f3 "/proc/$PID/stat" 2> /dev/null)" = T ] && return 0
-        sleep 0.05
-    done
-    return 1
+    wait_until 5 proc_state "$PID" T
 }
 
 # The state of a path that must not change: link target or file type, owner, size, mtime, hash.

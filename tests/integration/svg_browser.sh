@@ -13,7 +13,6 @@ need_file "$RENDER"
 CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
 [ -n "$CHROMIUM" ] || skip_all "needs chromium (Debian package chromium; make setup installs it)"
 need_cmd node
-JS="$BUILD/js/node_modules"
 if [ ! -d "$JS/playwright-core" ] && command -v npm > /dev/null; then
     make -s -C "$ROOT" BUILD="$BUILD" js-deps > "$TMP/npm.log" 2>&1 || true
 fi
@@ -59,4 +58,36 @@ if [ -d "$JS/speedscope" ]; then
     check "screenshot of speedscope saved (speedscope.png)" test -s "$TMP/speedscope.png"
 else
     skip "speedscope app" "needs npm package speedscope in $JS (make js-deps)"
+fi
+
+# ---- the first screen: the graph opens on the flames ----
+# A wide main body (depth 6) beside a 120-frame import tower holding 0.5 % of the samples: at
+# 1400×900 the root and the hottest functions are inside the window without scrolling; the tower
+# waits for a zoom, which shows it and grows the graph to hold it.
+{
+    echo "_start;main;run (/srv/app/main.py:5);loop (/srv/app/main.py:9);step (/srv/app/main.py:12);hot (/srv/app/main.py:20) 600"
+    echo "_start;main;run (/srv/app/main.py:5);loop (/srv/app/main.py:9);step (/srv/app/main.py:12);warm (/srv/app/main.py:30) 300"
+    echo "_start;main;run (/srv/app/main.py:5);loop (/srv/app/main.py:9);cool (/srv/app/main.py:40) 95"
+    tower="_start;import_all (/srv/app/boot.py:1)"
+    for i in $(seq 1 120); do tower="$tower;_find_and_load_$i (<frozen importlib._bootstrap>:$i)"; done
+    echo "$tower 5"
+} > "$TMP/tower.folded"
+"$RENDER" "$TMP/tower.folded" -o "$TMP/tower.svg" -q
+NODE_PATH="$JS" CHROMIUM="$CHROMIUM" timeout 90 node "$ROOT/tests/js/svg_opens.js" "$TMP/tower.svg" \
+    "$TMP/tower-first.png" "import_all (/srv/app/boot.py:1)" > "$TMP/tower.out" 2>&1
+rc=$?
+sed -i 's/^\(\(not \)\?ok - \)/\1tower graph: /' "$TMP/tower.out"
+report "$TMP/tower.out" $rc
+
+# The demo's own graph (make demo: sampling with BPF, so root only).
+if [ "$(id -u)" = 0 ]; then
+    make -s -C "$ROOT" demo SANITIZE="${SANITIZE:-0}" DEMO_OUT="$TMP/demo.svg" > "$TMP/demo.out" 2>&1
+    check "make demo wrote demo.svg" test -s "$TMP/demo.svg"
+    NODE_PATH="$JS" CHROMIUM="$CHROMIUM" timeout 90 node "$ROOT/tests/js/svg_opens.js" "$TMP/demo.svg" \
+        "$TMP/demo-first.png" > "$TMP/demo-browser.out" 2>&1
+    rc=$?
+    sed -i 's/^\(\(not \)\?ok - \)/\1demo graph: /' "$TMP/demo-browser.out"
+    report "$TMP/demo-browser.out" $rc
+else
+    skip "demo graph opens on the flames" "make demo needs root"
 fi

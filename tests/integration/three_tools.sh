@@ -4,7 +4,7 @@
 # detaches. The sampler keeps going, the profile shows each Python function once per stack (the
 # trampoline frames folded into their Python frames), and the target finishes normally.
 # CPython 3.11.7-3.13.0 (pyenv) and, when `make test-pythons` fetched them, Debian unstable's 3.14
-# and 3.15 (build/pythons/bin/python3.X), with the same checks.
+# and 3.15 (build/pythons/bin/python3.X), with the same checks (labels of tests/pythons).
 #
 # Those two run under their own dynamic loader (scripts/test-pythons): /proc/PID/exe is the loader
 # and the interpreter binary is mapped like a library, so `gdb -p PID` alone never reads the
@@ -31,46 +31,40 @@ def hot_a():
     for i in range(50000):
         x += i
     return x
-def driver(end):
-    while time.time() < end:
+def driver(end, stop):
+    while time.time() < end and not os.path.exists(stop):
         hot_a()
 print("READY", os.path.realpath(sys.executable), flush=True)
-driver(time.time() + float(sys.argv[1]))
+driver(time.time() + float(sys.argv[1]), sys.argv[2])
 print("DONE", flush=True)
 PY
 
-for spec in 3.11=/root/.pyenv/versions/3.11.7/bin/python3.11 3.12=/root/.pyenv/versions/3.12.1/bin/python3.12 \
-            3.13=/root/.pyenv/versions/3.13.0/bin/python3.13 \
-            3.14="$BUILD/pythons/bin/python3.14" 3.15="$BUILD/pythons/bin/python3.15"; do
-    v=${spec%%=*} py=${spec#*=}
-    case "$py" in
-    */pythons/bin/*)
-        if [ ! -x "$py" ]; then
-            skip "$v: three tools" "${py#"$ROOT"/} absent (make test-pythons)"; continue
-        elif ! ls "$BUILD/python$v"/pyebpf_jit/_native*.so > /dev/null 2>&1; then
-            skip "$v: three tools" "no pyebpf_jit extension in ${BUILD#"$ROOT"/}/python$v (make; it needs the headers make test-pythons unpacks)"
-            continue
-        fi ;;
-    *)
-        if [ ! -x "$py" ] || [ ! -d "$BUILD/python$v/pyebpf_jit" ]; then
-            skip "$v: three tools" "needs $py and $BUILD/python$v/pyebpf_jit"
-            continue
-        fi ;;
-    esac
+mapfile -t PYS < <(test_pythons pyenv-3.11.7 pyenv-3.12.1 pyenv-3.13.0 python3.14 python3.15)
+for line in "${PYS[@]}"; do
+    read -r label py why <<< "$line"
+    if [ "$py" = - ]; then skip "$label: three tools" "$why"; continue; fi
+    mm=$(py_minor "$py") v=$label
+    if ! ls "$BUILD/python$mm"/pyebpf_jit/_native*.so > /dev/null 2>&1; then
+        skip "$v: three tools" "no pyebpf_jit extension in ${BUILD#"$ROOT"/}/python$mm (make; 3.14/3.15 need the headers make test-pythons unpacks)"
+        continue
+    fi
     d="$TMP/$v"; mkdir -p "$d"
-    PYTHONPATH="$BUILD/python$v" "$py" -m pyebpf_jit --gdb --jitdump --jitdump-dir "$d" "$TMP/work.py" 6 > "$d/out" 2> "$d/err" &
+    PYTHONPATH="$BUILD/python$mm" "$py" -m pyebpf_jit --gdb --jitdump --jitdump-dir "$d" "$TMP/work.py" 120 "$d/stop" > "$d/out" 2> "$d/err" &
     tpid=$!
-    for _ in $(seq 200); do grep -q READY "$d/out" && break; sleep 0.05; done
-    "$S" -q -v -F 199 --stats -o "$d/prof.folded" $tpid 2> "$d/stats" &
+    wait_line 10 "$d/out" '^READY'
+    "$S" -v -F 199 --stats -o "$d/prof.folded" $tpid 2> "$d/stats" &
     spid=$!
-    sleep 1.5
+    # gdb attaches while the sampler samples (its "sampling" line is printed once it is attached)
+    wait_line 30 "$d/stats" '^pyebpf-sample: sampling'
     # the binary that really runs, when the process image is a loader started by hand (see top)
     exe=$(awk '/^READY/ { print $2; exit }' "$d/out")
     gdb_target_args $tpid "$exe"
     timeout 60 gdb -batch "${gdb_args[@]}" -p $tpid -ex bt > "$d/gdb" 2>&1
     grc=$?
-    sleep 1
+    # alive after gdb detached, and (stopped_by below) on until the target's own end, which the
+    # stop file asks for now (a fixed run could end before a loaded machine got this far)
     spid_alive=0; kill -0 $spid 2> /dev/null && spid_alive=1
+    touch "$d/stop"
     wait $tpid; trc=$?
     wait $spid; src=$?
     check "$v: gdb backtrace shows py::hot_a or py::driver (rc $grc)" grep -qE 'in py::(hot_a|driver):' "$d/gdb"

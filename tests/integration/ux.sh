@@ -19,8 +19,8 @@ else
     MANWIDTH=200 man "$MAN" 2> "$TMP/man.err" | col -b > "$TMP/man.txt"
     check "man build/pyebpf-sample.1 renders without warnings" \
         bash -c "grep -q '^NAME' '$TMP/man.txt' && grep -q 'pyebpf-sample' '$TMP/man.txt' && ! [ -s '$TMP/man.err' ]"
-    # every option --help lists, long and short, and render's own
-    { "$S" --help; "$S" render --help; } |
+    # every option --help lists, long and short, and render's, diff's and dump's own
+    { "$S" --help; "$S" render --help; "$S" diff --help; "$S" dump --help; } |
         grep -oE '(^|[ ,])-(-[a-z][a-z-]*|[A-Za-z])\b' | sed 's/^[ ,]*//' | sort -u > "$TMP/opts"
     missing=$(while read -r opt; do grep -qF -- "$opt" "$TMP/man.txt" || echo "$opt"; done < "$TMP/opts")
     n=$(wc -l < "$TMP/opts")
@@ -127,7 +127,7 @@ fi
 check "-o /dev/fd/3: the profile arrives through the descriptor" \
     bash -c "[ -s '$TMP/fd3.folded' ] && grep -qE ' [0-9]+\$' '$TMP/fd3.folded'"
 "$S" -q -f svg -o >(cat > "$TMP/procsub.svg") -- "$PY" "$TMP/spin.py" 0.5
-sleep 0.5
+wait_line 10 "$TMP/procsub.svg" '</svg>' # cat, in the background, has passed it all on
 check "-o >(cmd) (process substitution): written through the pipe" grep -q '</svg>' "$TMP/procsub.svg"
 
 # ---- make demo ---------------------------------------------------------------------------------

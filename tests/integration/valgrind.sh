@@ -9,8 +9,8 @@ need_file "$S"
 need_root
 need_cmd valgrind
 case "${SANITIZE:-0}" in 1) skip_all "valgrind and ASan do not mix (SANITIZE=1 build)" ;; esac
-PY=${PY:-/root/.pyenv/versions/3.12.1/bin/python3.12}
-[ -x "$PY" ] || PY=python3
+PY=${PY:-$(first_python pyenv-3.12.1)}
+[ -n "$PY" ] || PY=python3
 
 cat > "$TMP/busy.py" << 'PYEOF'
 import sys, time
@@ -22,6 +22,7 @@ def leaf(n):
 def mid():
     return leaf(20000)
 end = time.time() + float(sys.argv[1])
+print("READY", flush=True)
 while time.time() < end:
     mid()
 PYEOF
@@ -34,7 +35,7 @@ memcheck() {
         "$S" -q --stats -F 499 -d 5 -o "$TMP/$name.folded" "$pid" 2> "$TMP/$name.err"
     local rc=$?
     local n lost
-    n=$(sed -n 's/^samples: //p' "$TMP/$name.err")
+    n=$(stat_of samples "$TMP/$name.err")
     lost=$(sed -n 's/.*definitely lost: \([0-9,]*\) bytes.*/\1/p' "$log")
     grep -q 'All heap blocks were freed' "$log" && lost=0
     check "valgrind $name: exit 0 under memcheck, profile written ($n samples)" \
@@ -44,11 +45,13 @@ memcheck() {
     [ $rc -eq 0 ] || sed -n '/ERROR SUMMARY/,$p;/Invalid\|uninitialised\|definitely/,+8p' "$log" | head -40 >&2
 }
 
-"$P/callgraph" 60 & tgt=$!
+# each target outlives its sampler (killed after it; under valgrind the set-up alone can take a
+# minute of a loaded machine)
+"$P/callgraph" 300 & tgt=$!
 memcheck native "$tgt"
 kill "$tgt"; wait "$tgt" 2> /dev/null || true
 
-"$PY" "$TMP/busy.py" 60 & tgt=$!
-sleep 0.5
+"$PY" "$TMP/busy.py" 300 > "$TMP/busy.out" & tgt=$!
+wait_line 30 "$TMP/busy.out" READY # start-up done: the loop runs
 memcheck python "$tgt"
 kill "$tgt"; wait "$tgt" 2> /dev/null || true

@@ -1,7 +1,8 @@
 /*
  * faultprog — workloads that stress the sampler's failure paths (tests/integration/faults_*.sh):
  *
- *   faultprog recurse DEPTH SECONDS     spin at the bottom of DEPTH nested calls of recurse_n
+ *   faultprog recurse DEPTH SECONDS [GO] spin at the bottom of DEPTH nested calls of recurse_n
+ *                                        (once the file GO exists, when given)
  *   faultprog churn N SECONDS LOG       keep N threads alive, each sleeping 1–20 ms then spinning
  *                                        0.2 ms in churn_worker, named "c<seq>"; each appends
  *                                        "tid name" to LOG before it spins (so LOG lists every
@@ -151,8 +152,12 @@ __attribute__((noinline)) void bystander_spin(double end)
 
 int main(int argc, char **argv)
 {
-    if (argc == 4 && !strcmp(argv[1], "recurse"))
+    if ((argc == 4 || argc == 5) && !strcmp(argv[1], "recurse")) {
+        /* with GOFILE: started before the sampler attaches, it runs once the test says so */
+        while (argc == 5 && access(argv[4], F_OK) != 0)
+            nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
         return recurse_n(atoi(argv[2]), now() + atof(argv[3])) < 0;
+    }
     if (argc == 5 && !strcmp(argv[1], "churn"))
         return churn(atoi(argv[2]), atof(argv[3]), argv[4]);
     if (argc == 4 && !strcmp(argv[1], "spin")) {
@@ -160,6 +165,6 @@ int main(int argc, char **argv)
         bystander_spin(now() + atof(argv[3]));
         return 0;
     }
-    fprintf(stderr, "usage: faultprog recurse DEPTH SEC | churn N SEC LOG | spin NAME SEC\n");
+    fprintf(stderr, "usage: faultprog recurse DEPTH SEC [GOFILE] | churn N SEC LOG | spin NAME SEC\n");
     return 2;
 }

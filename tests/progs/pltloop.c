@@ -1,6 +1,7 @@
 /*
- * pltloop — calls a tiny libc function through its PLT stub in a tight loop, so that a fair
- * share of the samples (about a tenth) land in the stub itself (labs@plt) rather than in labs.
+ * pltloop — calls a tiny libc function through its PLT stub in a tight loop, so that some of
+ * the samples (a tenth on one CPU, under 1 % on another) land in the stub itself (labs@plt)
+ * rather than in labs.
  *
  * Usage: pltloop [SECONDS]   (default 2 s)
  */

@@ -1,6 +1,10 @@
 """A call graph known by construction, for tests/integration/stack_truth.sh.
 
-  truth_calls.py SEC           runs SEC seconds; prints READY at the start and CALLS N at the end
+  truth_calls.py SEC [T]       runs until the process has had SEC seconds of CPU (at most WALL_CAP
+                               s, so a loaded machine still yields its samples), in T threads at
+                               once (default 1: the main thread; more: T threads each running
+                               thread_main -> run); prints READY at the start and CALLS N (all
+                               threads) at the end
   truth_calls.py --check FILE  reads a folded profile of a run, prints "key=value" counts
 
 main() -> run() -> f0, and f<i> calls at most one f<j>, j = i + 1, i + 2 or i + 3 (or none,
@@ -13,6 +17,7 @@ torn read) or named a frame wrongly.
 """
 import os
 import sys
+import threading
 import time
 
 N = 16
@@ -33,18 +38,35 @@ for i in range(N):
     F.append(globals()["f%d" % i])
 
 
-def run(end):
+WALL_CAP = 100  # seconds; the sampler's -d in stack_truth.sh is 120
+
+
+def run(cpu_end, wall_end):
     r, calls = 1, 0
-    while time.perf_counter() < end:
+    while time.process_time() < cpu_end and time.perf_counter() < wall_end:
         for _ in range(100):
             r = f0(r + calls) or 1
             calls += 1
     return calls
 
 
-def main(seconds):
+def thread_main(cpu_end, wall_end, out):
+    out.append(run(cpu_end, wall_end))
+
+
+def main(seconds, threads=1):
     print("READY", flush=True)
-    calls = run(time.perf_counter() + seconds)
+    cpu_end, wall_end = time.process_time() + seconds, time.perf_counter() + WALL_CAP
+    if threads <= 1:
+        calls = run(cpu_end, wall_end)
+    else:
+        out = []
+        ts = [threading.Thread(target=thread_main, args=(cpu_end, wall_end, out)) for _ in range(threads)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        calls = sum(out)
     print("CALLS %d" % calls, flush=True)
 
 
@@ -59,7 +81,12 @@ def fn_index(f):
 
 
 def edge_ok(p, c):
-    if p == ("main", "self"):
+    threading_py = lambda f: os.path.basename(f[1] or "") == "threading.py"
+    if threading_py(p):  # below main, starting or joining the threads: not the graph's
+        return True
+    if p == ("main", "self"):  # with threads, main starts and joins them
+        return c == ("run", "self") or threading_py(c)
+    if p == ("thread_main", "self"):
         return c == ("run", "self")
     if p == ("run", "self"):
         return c == ("f0", "<calls>")
@@ -75,7 +102,10 @@ def check(path):
     first = ""
     for frames, n in tf.read(path, me):
         total += n
-        part = tf.workload_part(frames, lambda f: fn_index(f) is not None)
+        if ("thread_main", "self") in frames:  # a thread's stack: its part starts there
+            part = frames[frames.index(("thread_main", "self")):]
+        else:
+            part = tf.workload_part(frames, lambda f: fn_index(f) is not None)
         if part is None:
             continue
         inside += n
@@ -98,4 +128,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "--check":
         check(sys.argv[2])
     else:
-        main(float(sys.argv[1]))
+        main(float(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 1)

@@ -7,13 +7,14 @@ cd "$(dirname "$0")/../.."
 READS=${1:-2000}
 INTERVAL=${2:-1000}
 DUMP=${BUILD:-build}/tools/pystack-dump
-PYS="/usr/bin/python3.11 /root/.pyenv/versions/3.11.7/bin/python3.11
-     /root/.pyenv/versions/3.12.1/bin/python3.12 /root/.pyenv/versions/3.13.0/bin/python3.13"
+source tests/lib.sh # test_pythons: the interpreters of tests/pythons
+mapfile -t PYS < <(test_pythons debian-3.11 pyenv-3.11.7 pyenv-3.12.1 pyenv-3.13.0)
 printf '| %-8s | %-11s | %5s | %10s | %10s | %9s | %9s | %8s | %8s | %11s |\n' python workload frames \
     cold_calls cold_us warm_calls warm_bytes warm_us changed changed_calls
 echo '|---|---|---|---|---|---|---|---|---|---|'
-for py in $PYS; do
-    [ -x "$py" ] || continue
+for line in "${PYS[@]}"; do
+    read -r _ py _ <<< "$line"
+    [ "$py" != - ] || continue
     ver=$("$py" -c 'import platform; print(platform.python_version())')
     case "$py" in /usr/bin/*) ver="$ver deb" ;; esac
     for mode in block spin change varied "deep 1000"; do
@@ -21,7 +22,7 @@ for py in $PYS; do
         # shellcheck disable=SC2086
         "$py" tests/py/nested.py $mode > "$out" &
         pid=$!
-        for _ in $(seq 50); do grep -q READY "$out" && break; sleep 0.1; done
+        wait_line 5 "$out" READY
         sleep 0.2
         r=$("$DUMP" ${EXACT:+-x} -s -n "$READS" -i "$INTERVAL" -t "$pid" "$pid")
         kill $pid; wait $pid 2> /dev/null; rm -f "$out"

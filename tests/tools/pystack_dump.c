@@ -21,12 +21,11 @@
 
 #include "profile/profile.h"
 #include "python/pystack.h"
+#include "util/monotime.h"
 
 static double now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+    return (double)monotime_ns() / 1e3;
 }
 
 static void print_stack(const struct profile *p, pid_t tid, const struct pystack_frame *f, int n,
@@ -147,7 +146,7 @@ int main(int argc, char **argv)
             print_stack(&prof, tids[t], frames, n, flags);
     }
     if (stats) {
-        pystack_print_stats(ps, stdout);
+        pystack_stats(ps, stats_file(stdout));
         printf("us_per_read: %.2f\n", reads ? us / reads : 0.0);
         printf("cold_reads: %u\ncold_calls_per_read: %.2f\ncold_bytes_per_read: %.0f\n"
                "cold_us_per_read: %.2f\n",

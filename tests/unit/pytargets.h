@@ -9,15 +9,10 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+/* tests/pythons, the one list of interpreters, as paths (from the repository root, where
+ * tests/run starts every test); a missing one is a skip. */
 static const char *pythons[] = {
-    "/usr/bin/python3.11",
-    "/root/.pyenv/versions/3.11.7/bin/python3.11",
-    "/root/.pyenv/versions/3.12.1/bin/python3.12",
-    "/root/.pyenv/versions/3.13.0/bin/python3.13",
-    /* Debian unstable's, unpacked by `make test-pythons` (scripts/test-pythons); paths from the
-     * repository root, where tests/run starts every test. */
-    "build/pythons/bin/python3.14",
-    "build/pythons/bin/python3.15",
+#include "pythons.h"
 };
 #define NPY (sizeof(pythons) / sizeof(pythons[0]))
 

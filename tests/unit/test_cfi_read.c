@@ -133,7 +133,7 @@ struct stats {
 
 /* Checks one FDE's rows (or the CIE's when the FDE adds none) at each row start and at the
  * last byte of each row's range. */
-static void check_fde(const struct cfi_table *ct, uint64_t lo, uint64_t hi, const struct table *t,
+static void check_fde(const struct cfi_read_table *ct, uint64_t lo, uint64_t hi, const struct table *t,
                       const char *what, struct stats *st)
 {
     st->fdes++;
@@ -144,9 +144,9 @@ static void check_fde(const struct cfi_table *ct, uint64_t lo, uint64_t hi, cons
         st->rows++;
         for (int p = 0; p < 2; p++) {
             struct cfi_row row;
-            int err = cfi_find_row(ct, probes[p], &row);
+            int err = cfi_read_row(ct, probes[p], &row);
             if (err)
-                fail_msg("%s: pc %#llx: cfi_find_row %d", what, (unsigned long long)probes[p], err);
+                fail_msg("%s: pc %#llx: cfi_read_row %d", what, (unsigned long long)probes[p], err);
             if (!cfa_matches(t->rows[i].cells[0], &row))
                 fail_msg("%s: pc %#llx: CFA readelf %s, ours kind %d reg %d off %lld", what,
                          (unsigned long long)probes[p], t->rows[i].cells[0], row.cfa_kind, row.cfa_reg,
@@ -198,7 +198,7 @@ static void parse_row(const char *line, struct table *t)
 
 /* Walks readelf's output for `section` of path and checks every FDE. */
 static struct stats compare_readelf(const char *path, const char *section, const char *dump,
-                                    const struct cfi_table *ct)
+                                    const struct cfi_read_table *ct)
 {
     char cmd[4400], line[512];
     snprintf(cmd, sizeof(cmd), "readelf --debug-dump=%s '%s' 2>/dev/null", dump, path);
@@ -281,8 +281,8 @@ static void check_file(const char *path, size_t min_fdes)
     struct sect eh, hdr;
     assert_true(load_section(path, ".eh_frame", &eh));
     assert_true(load_section(path, ".eh_frame_hdr", &hdr));
-    struct cfi_table t;
-    assert_int_equal(cfi_table_init(&t, eh.data, eh.size, eh.addr, false, hdr.data, hdr.size, hdr.addr), 0);
+    struct cfi_read_table t;
+    assert_int_equal(cfi_read_init(&t, eh.data, eh.size, eh.addr, false, hdr.data, hdr.size, hdr.addr), 0);
     assert_non_null(t.hdr_table); /* the binary search table in the file is used */
     struct stats st = compare_readelf(path, ".eh_frame", "frames-interp", &t);
     print_message("# %s: %zu FDEs, %zu rows, %zu lookups agree with readelf\n", path, st.fdes, st.rows,
@@ -290,14 +290,14 @@ static void check_file(const char *path, size_t min_fdes)
     assert_true(st.fdes >= min_fdes);
 
     /* The own index finds the same FDEs as the header's table. */
-    struct cfi_table own;
-    assert_int_equal(cfi_table_init(&own, eh.data, eh.size, eh.addr, false, NULL, 0, 0), 0);
+    struct cfi_read_table own;
+    assert_int_equal(cfi_read_init(&own, eh.data, eh.size, eh.addr, false, NULL, 0, 0), 0);
     assert_null(own.hdr_table);
-    assert_int_equal(cfi_table_count(&own), cfi_table_count(&t));
+    assert_int_equal(cfi_read_count(&own), cfi_read_count(&t));
     struct stats st2 = compare_readelf(path, ".eh_frame", "frames-interp", &own);
     assert_int_equal(st2.probes, st.probes);
-    cfi_table_free(&own);
-    cfi_table_free(&t);
+    cfi_read_free(&own);
+    cfi_read_free(&t);
     free(eh.data);
     free(hdr.data);
 }
@@ -324,12 +324,12 @@ static void test_plt_expression(void **state)
     assert_true(load_section(LIBC, ".eh_frame", &eh));
     assert_true(load_section(LIBC, ".eh_frame_hdr", &hdr));
     assert_true(load_section(LIBC, ".plt", &plt));
-    struct cfi_table t;
-    assert_int_equal(cfi_table_init(&t, eh.data, eh.size, eh.addr, false, hdr.data, hdr.size, hdr.addr), 0);
+    struct cfi_read_table t;
+    assert_int_equal(cfi_read_init(&t, eh.data, eh.size, eh.addr, false, hdr.data, hdr.size, hdr.addr), 0);
     int exprs = 0;
     for (uint64_t pc = plt.addr + 16; pc < plt.addr + plt.size && pc < plt.addr + 256; pc++) {
         struct cfi_row row;
-        assert_int_equal(cfi_find_row(&t, pc, &row), 0);
+        assert_int_equal(cfi_read_row(&t, pc, &row), 0);
         if (row.cfa_kind != CFI_CFA_EXPR)
             continue;
         uint64_t regs[CFI_NREGS] = {0}, cfa;
@@ -337,16 +337,16 @@ static void test_plt_expression(void **state)
         regs[CFI_REG_RIP] = pc;
         uint32_t valid = 1u << CFI_REG_RSP | 1u << CFI_REG_RIP;
         assert_int_equal(
-            cfi_eval_expr(row.cfa_expr, row.cfa_expr_len, regs, valid, false, 0, read_none, NULL, &cfa), 0);
+            cfi_read_expr(row.cfa_expr, row.cfa_expr_len, regs, valid, false, 0, read_none, NULL, &cfa), 0);
         assert_int_equal(cfa, 0x7ffc0000 + 8 + ((pc & 15) >= 11) * 8);
         /* without rip the expression cannot be evaluated */
-        assert_int_equal(cfi_eval_expr(row.cfa_expr, row.cfa_expr_len, regs, 1u << CFI_REG_RSP, false, 0,
+        assert_int_equal(cfi_read_expr(row.cfa_expr, row.cfa_expr_len, regs, 1u << CFI_REG_RSP, false, 0,
                                        read_none, NULL, &cfa),
                          -EINVAL);
         exprs++;
     }
     assert_true(exprs > 16);
-    cfi_table_free(&t);
+    cfi_read_free(&t);
     free(eh.data);
     free(hdr.data);
     free(plt.data);
@@ -372,13 +372,13 @@ static void test_debug_frame(void **state)
     assert_int_equal(system(cmd), 0);
     struct sect df;
     assert_true(load_section(obj, ".debug_frame", &df));
-    struct cfi_table t;
-    assert_int_equal(cfi_table_init(&t, df.data, df.size, 0, true, NULL, 0, 0), 0);
-    assert_true(cfi_table_count(&t) >= 2);
+    struct cfi_read_table t;
+    assert_int_equal(cfi_read_init(&t, df.data, df.size, 0, true, NULL, 0, 0), 0);
+    assert_true(cfi_read_count(&t) >= 2);
     struct stats st = compare_readelf(obj, ".debug_frame", "frames-interp", &t);
     print_message("# .debug_frame: %zu FDEs, %zu rows agree with readelf\n", st.fdes, st.rows);
     assert_true(st.fdes >= 2);
-    cfi_table_free(&t);
+    cfi_read_free(&t);
     free(df.data);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
@@ -406,14 +406,14 @@ static const uint8_t HAND[] = {
 static void test_handwritten(void **state)
 {
     _Static_assert(sizeof(HAND) == 0x18 + 4 + 0x24 + 4, "layout of the hand-written CFI");
-    struct cfi_table t;
-    assert_int_equal(cfi_table_init(&t, HAND, sizeof(HAND), 0x1000, false, NULL, 0, 0), 0);
-    assert_int_equal(cfi_table_count(&t), 1);
+    struct cfi_read_table t;
+    assert_int_equal(cfi_read_init(&t, HAND, sizeof(HAND), 0x1000, false, NULL, 0, 0), 0);
+    assert_int_equal(cfi_read_count(&t), 1);
     struct cfi_row r;
-    assert_int_equal(cfi_find_row(&t, 0x1fff, &r), -ENOENT);
-    assert_int_equal(cfi_find_row(&t, 0x2040, &r), -ENOENT);
+    assert_int_equal(cfi_read_row(&t, 0x1fff, &r), -ENOENT);
+    assert_int_equal(cfi_read_row(&t, 0x2040, &r), -ENOENT);
 
-    assert_int_equal(cfi_find_row(&t, 0x2000, &r), 0);
+    assert_int_equal(cfi_read_row(&t, 0x2000, &r), 0);
     assert_int_equal(r.cfa_reg, CFI_REG_RSP);
     assert_int_equal(r.cfa_off, 8);
     assert_int_equal(r.reg[CFI_REG_RIP].kind, CFI_RULE_OFFSET);
@@ -422,17 +422,17 @@ static void test_handwritten(void **state)
     assert_int_equal(r.pc_start, 0x2000);
     assert_int_equal(r.pc_end, 0x2001);
 
-    assert_int_equal(cfi_find_row(&t, 0x2003, &r), 0);
+    assert_int_equal(cfi_read_row(&t, 0x2003, &r), 0);
     assert_int_equal(r.cfa_off, 16);
     assert_int_equal(r.reg[CFI_REG_RBP].kind, CFI_RULE_OFFSET);
     assert_int_equal(r.reg[CFI_REG_RBP].off, -16);
 
-    assert_int_equal(cfi_find_row(&t, 0x2004, &r), 0);
+    assert_int_equal(cfi_read_row(&t, 0x2004, &r), 0);
     assert_int_equal(r.cfa_reg, CFI_REG_RBP);
     assert_int_equal(r.cfa_off, 16);
 
     /* after remember; def_cfa rsp+8; restore rbp */
-    assert_int_equal(cfi_find_row(&t, 0x2008, &r), 0);
+    assert_int_equal(cfi_read_row(&t, 0x2008, &r), 0);
     assert_int_equal(r.cfa_reg, CFI_REG_RSP);
     assert_int_equal(r.cfa_off, 8);
     assert_int_equal(r.reg[CFI_REG_RBP].kind, CFI_RULE_UNSPEC);
@@ -440,34 +440,34 @@ static void test_handwritten(void **state)
     assert_int_equal(r.pc_end, 0x2009);
 
     /* after restore_state: back to rbp+16 with rbp saved */
-    assert_int_equal(cfi_find_row(&t, 0x2009, &r), 0);
+    assert_int_equal(cfi_read_row(&t, 0x2009, &r), 0);
     assert_int_equal(r.cfa_reg, CFI_REG_RBP);
     assert_int_equal(r.cfa_off, 16);
     assert_int_equal(r.reg[CFI_REG_RBP].kind, CFI_RULE_OFFSET);
     assert_int_equal(r.pc_end, 0x2011);
 
     /* undefined return address: the outermost frame */
-    assert_int_equal(cfi_find_row(&t, 0x203f, &r), 0);
+    assert_int_equal(cfi_read_row(&t, 0x203f, &r), 0);
     assert_int_equal(r.reg[CFI_REG_RIP].kind, CFI_RULE_UNDEFINED);
     assert_int_equal(r.pc_start, 0x2011);
     assert_int_equal(r.pc_end, 0x2040);
-    cfi_table_free(&t);
+    cfi_read_free(&t);
 }
 
 static void test_malformed(void **state)
 {
     /* Every truncation and a sweep of single-byte corruptions: errors, never a bad read. */
     uint8_t buf[sizeof(HAND)];
-    struct cfi_table t;
+    struct cfi_read_table t;
     struct cfi_row r;
     int ok = 0;
     for (size_t len = 0; len < sizeof(HAND); len++) {
         uint8_t *p = malloc(len ? len : 1);
         memcpy(p, HAND, len);
-        if (cfi_table_init(&t, p, len, 0x1000, false, NULL, 0, 0) == 0) {
+        if (cfi_read_init(&t, p, len, 0x1000, false, NULL, 0, 0) == 0) {
             for (uint64_t pc = 0x2000; pc < 0x2040; pc++)
-                ok += cfi_find_row(&t, pc, &r) == 0;
-            cfi_table_free(&t);
+                ok += cfi_read_row(&t, pc, &r) == 0;
+            cfi_read_free(&t);
         }
         free(p);
     }
@@ -475,10 +475,10 @@ static void test_malformed(void **state)
         for (int v = 0; v < 256; v += 7) {
             memcpy(buf, HAND, sizeof(HAND));
             buf[i] = (uint8_t)v;
-            if (cfi_table_init(&t, buf, sizeof(buf), 0x1000, false, NULL, 0, 0) == 0) {
+            if (cfi_read_init(&t, buf, sizeof(buf), 0x1000, false, NULL, 0, 0) == 0) {
                 for (uint64_t pc = 0x1ff0; pc < 0x2050; pc += 3)
-                    cfi_find_row(&t, pc, &r);
-                cfi_table_free(&t);
+                    cfi_read_row(&t, pc, &r);
+                cfi_read_free(&t);
             }
         }
     }
@@ -491,10 +491,10 @@ static void test_malformed(void **state)
     int32_t loc = 0x2000 - 0x3000, fde = 0x7fffffff;
     memcpy(hdr + 12, &loc, 4);
     memcpy(hdr + 16, &fde, 4);
-    assert_int_equal(cfi_table_init(&t, HAND, sizeof(HAND), 0x1000, false, hdr, sizeof(hdr), 0x3000), 0);
+    assert_int_equal(cfi_read_init(&t, HAND, sizeof(HAND), 0x1000, false, hdr, sizeof(hdr), 0x3000), 0);
     assert_non_null(t.hdr_table);
-    assert_int_equal(cfi_find_row(&t, 0x2000, &r), -EINVAL);
-    cfi_table_free(&t);
+    assert_int_equal(cfi_read_row(&t, 0x2000, &r), -EINVAL);
+    cfi_read_free(&t);
     (void)ok;
 }
 
@@ -504,23 +504,23 @@ static void test_expressions(void **state)
     regs[CFI_REG_RBP] = 100;
     /* breg6 -4; lit5; mul; const1s -3; plus; dup; drop; lit1; shl => ((100-4)*5-3)<<1 */
     static const uint8_t e1[] = {0x76, 0x7c, 0x35, 0x1e, 0x09, 0xfd, 0x22, 0x12, 0x13, 0x31, 0x24};
-    assert_int_equal(cfi_eval_expr(e1, sizeof(e1), regs, 1u << CFI_REG_RBP, false, 0, read_none, NULL, &out),
+    assert_int_equal(cfi_read_expr(e1, sizeof(e1), regs, 1u << CFI_REG_RBP, false, 0, read_none, NULL, &out),
                      0);
     assert_int_equal(out, ((100 - 4) * 5 - 3) << 1);
     /* with the CFA pushed first: plus_uconst 16 */
     static const uint8_t e2[] = {0x23, 16};
-    assert_int_equal(cfi_eval_expr(e2, sizeof(e2), regs, 0, true, 1000, read_none, NULL, &out), 0);
+    assert_int_equal(cfi_read_expr(e2, sizeof(e2), regs, 0, true, 1000, read_none, NULL, &out), 0);
     assert_int_equal(out, 1016);
     /* bra over a skip: lit1; bra +1; lit7(skipped? no: bra jumps over it); lit9 */
     static const uint8_t e3[] = {0x31, 0x28, 1, 0, 0x37, 0x39};
-    assert_int_equal(cfi_eval_expr(e3, sizeof(e3), regs, 0, false, 0, read_none, NULL, &out), 0);
+    assert_int_equal(cfi_read_expr(e3, sizeof(e3), regs, 0, false, 0, read_none, NULL, &out), 0);
     assert_int_equal(out, 9);
     /* underflow, unknown op, deref failing, branch out of range */
     static const uint8_t bad1[] = {0x22}, bad2[] = {0xe0}, bad3[] = {0x30, 0x06}, bad4[] = {0x2f, 0x7f, 0};
-    assert_int_equal(cfi_eval_expr(bad1, 1, regs, 0, false, 0, read_none, NULL, &out), -EINVAL);
-    assert_int_equal(cfi_eval_expr(bad2, 1, regs, 0, false, 0, read_none, NULL, &out), -EINVAL);
-    assert_int_equal(cfi_eval_expr(bad3, 2, regs, 0, false, 0, read_none, NULL, &out), -EFAULT);
-    assert_int_equal(cfi_eval_expr(bad4, 3, regs, 0, false, 0, read_none, NULL, &out), -EINVAL);
+    assert_int_equal(cfi_read_expr(bad1, 1, regs, 0, false, 0, read_none, NULL, &out), -EINVAL);
+    assert_int_equal(cfi_read_expr(bad2, 1, regs, 0, false, 0, read_none, NULL, &out), -EINVAL);
+    assert_int_equal(cfi_read_expr(bad3, 2, regs, 0, false, 0, read_none, NULL, &out), -EFAULT);
+    assert_int_equal(cfi_read_expr(bad4, 3, regs, 0, false, 0, read_none, NULL, &out), -EINVAL);
 }
 
 int main(void)

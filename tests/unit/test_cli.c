@@ -110,6 +110,42 @@ static void test_help_and_version_end_the_run(void **state)
     stdout = saved;
 }
 
+static void test_modes_and_thread_filters(void **state)
+{
+    struct cli_options o;
+
+    assert_int_equal(PARSE(o, "1"), 0);
+    assert_int_equal(o.mode, CLI_MODE_CPU);
+    assert_false(o.no_idle);
+    assert_int_equal(o.ntids, 0);
+    assert_false(o.has_thread_name);
+    assert_int_equal(
+        PARSE(o, "--mode", "wall", "--no-idle", "--tid", "12,34", "--thread-name", "^pool-[0-9]+$", "1"), 0);
+    assert_int_equal(o.mode, CLI_MODE_WALL);
+    assert_true(o.no_idle);
+    assert_int_equal(o.ntids, 2);
+    assert_int_equal(o.tids[0], 12);
+    assert_int_equal(o.tids[1], 34);
+    assert_true(o.has_thread_name);
+    assert_int_equal(regexec(&o.thread_name, "pool-3", 0, NULL, 0), 0);
+    assert_int_not_equal(regexec(&o.thread_name, "MainThread", 0, NULL, 0), 0);
+    cli_free(&o);
+    assert_int_equal(PARSE(o, "--mode", "offcpu", "--no-idle", "--idle", "1"), 0);
+    assert_int_equal(o.mode, CLI_MODE_OFFCPU);
+    assert_false(o.no_idle);
+    assert_string_equal(cli_mode_name(o.mode), "offcpu");
+    assert_int_equal(PARSE(o, "--mode", "gil", "1"), 0);
+    assert_int_equal(o.mode, CLI_MODE_GIL);
+    assert_int_equal(PARSE(o, "--mode", "gil", "--no-python", "1"), -1);
+    /* usage errors */
+    assert_int_equal(PARSE(o, "--mode", "gpu", "1"), -1);
+    assert_int_equal(PARSE(o, "--tid", "12,", "1"), -1);
+    assert_int_equal(PARSE(o, "--tid", "0", "1"), -1);
+    assert_int_equal(PARSE(o, "--tid", "x", "1"), -1);
+    assert_int_equal(PARSE(o, "--thread-name", "(", "1"), -1);
+    assert_int_equal(PARSE(o, "--mode", "wall", "--no-bpf", "1"), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -118,6 +154,7 @@ int main(void)
         cmocka_unit_test(test_option_values),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_help_and_version_end_the_run),
+        cmocka_unit_test(test_modes_and_thread_filters),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,6 @@
 /* Unit tests for user/collect/collect.c: records made by hand, of this very process, turned into profile
- * stacks (thread root, symbolised native frames root → leaf, kernel frames, unknown addresses). */
+ * stacks (thread root, symbolised native frames root → leaf, kernel frames, unknown addresses), and
+ * the GIL counts of user/collect/gil.c. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,10 +31,10 @@ struct fixture {
     struct sample_event *ev;
 };
 
-static int setup_mode(void **state, enum unwind_mode mode, bool kernel)
+static int setup_opts(void **state, const struct collect_opts *po)
 {
     struct fixture *f = calloc(1, sizeof(*f));
-    struct collect_opts o = {.unwind = mode, .kernel = kernel};
+    struct collect_opts o = *po;
 
     if (!f || profile_init(&f->prof))
         return -1;
@@ -51,12 +52,22 @@ static int setup_mode(void **state, enum unwind_mode mode, bool kernel)
 
 static int setup_fp(void **state)
 {
-    return setup_mode(state, UNWIND_FP, false);
+    return setup_opts(state, &(struct collect_opts){.unwind = UNWIND_FP});
 }
 
 static int setup_kernel(void **state)
 {
-    return setup_mode(state, UNWIND_FP, true);
+    return setup_opts(state, &(struct collect_opts){.unwind = UNWIND_FP, .kernel = true});
+}
+
+static int setup_gil_mark(void **state)
+{
+    return setup_opts(state, &(struct collect_opts){.unwind = UNWIND_FP, .gil = SAMPLE_GIL_MARK});
+}
+
+static int setup_gil_only(void **state)
+{
+    return setup_opts(state, &(struct collect_opts){.unwind = UNWIND_FP, .gil = SAMPLE_GIL_ONLY});
 }
 
 static int teardown(void **state)
@@ -115,7 +126,7 @@ static void test_fp_stack_is_symbolised_root_first(void **state)
     snprintf(want, sizeof(want), "thread %u (tester);test_mid_fn;test_leaf_fn", f->ev->tid);
     assert_string_equal(text, want);
     assert_int_equal(f->prof.nodes[last_leaf(&f->prof)].self, 2);
-    collect_stats(f->c, &st);
+    collect_get_stats(f->c, &st);
     assert_int_equal(st.samples, 2);
     assert_int_equal(st.threads, 1);
     assert_int_equal(st.unknown_frames, 0);
@@ -134,7 +145,7 @@ static void test_unknown_address_is_kept(void **state)
     stack_text(&f->prof, last_leaf(&f->prof), text, sizeof(text));
     snprintf(want, sizeof(want), "thread %u (tester);[unknown]", f->ev->tid);
     assert_string_equal(text, want);
-    collect_stats(f->c, &st);
+    collect_get_stats(f->c, &st);
     assert_int_equal(st.unknown_frames, 1);
 }
 
@@ -180,7 +191,7 @@ static void test_many_threads(void **state)
         f->ev->tid = t;
         assert_int_equal(collect_sample(f->c, f->ev, sizeof(*f->ev)), 0);
     }
-    collect_stats(f->c, &st);
+    collect_get_stats(f->c, &st);
     assert_int_equal(st.threads, 2000);
     assert_int_equal(st.samples, 4000);
 }
@@ -238,6 +249,76 @@ static void test_kernel_frames_follow_user_frames(void **state)
     fail_msg("no stack %s", want);
 }
 
+/* One record of thread `tid` with GIL flags `flags`. */
+static void gil_sample(struct fixture *f, uint32_t tid, uint32_t flags)
+{
+    f->ev->tid = tid;
+    f->ev->flags = flags;
+    f->ev->ustack[0] = (uintptr_t)&test_leaf_fn + 1;
+    f->ev->ustack_len = 8;
+    assert_true(collect_sample(f->c, f->ev, sizeof(*f->ev)) >= 0);
+}
+
+/* The row of thread `tid` among collect_gil_threads' (fails when it has none). */
+static struct collect_gil_thread gil_row(struct fixture *f, uint32_t tid)
+{
+    struct collect_gil_thread rows[8];
+    size_t n = collect_gil_threads(f->c, rows, 8);
+
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].tid == tid)
+            return rows[i];
+    fail_msg("no GIL row for thread %u", tid);
+    return rows[0];
+}
+
+/* top: every sample is kept and counted by what the kernel said of its thread and the GIL. */
+static void test_gil_mark_counts_every_sample(void **state)
+{
+    struct fixture *f = *state;
+    struct collect_stats st;
+    char name[64];
+
+    for (int i = 0; i < 3; i++)
+        gil_sample(f, 101, SAMPLE_F_GIL_HELD);
+    gil_sample(f, 101, 0);                    /* checked, not held */
+    gil_sample(f, 101, SAMPLE_F_GIL_UNKNOWN); /* not checked: not in the share */
+    gil_sample(f, 102, 0);
+    gil_sample(f, 102, 0);
+    gil_sample(f, 103, SAMPLE_F_GIL_UNKNOWN); /* a thread never checked has no row */
+    collect_get_stats(f->c, &st);
+    assert_int_equal(st.samples, 8);
+    assert_int_equal(st.gil_checked, 6);
+    assert_int_equal(st.gil_held, 3);
+
+    struct collect_gil_thread a = gil_row(f, 101), b = gil_row(f, 102), rows[8];
+    assert_int_equal(a.checked, 4);
+    assert_int_equal(a.held, 3);
+    assert_int_equal(b.checked, 2);
+    assert_int_equal(b.held, 0);
+    assert_int_equal(collect_gil_threads(f->c, rows, 8), 2);
+    profile_frame_label(&f->prof, a.frame, name, sizeof(name));
+    assert_string_equal(name, "thread 101 (tester)");
+    /* this process is not attached as Python: nothing says where its GIL is */
+    assert_int_equal(collect_gil_state(f->c), COLLECT_GIL_UNKNOWN);
+}
+
+/* --mode gil: only the holder's samples make stacks; the share is not counted. */
+static void test_gil_only_keeps_holders(void **state)
+{
+    struct fixture *f = *state;
+    struct collect_stats st;
+    struct collect_gil_thread rows[8];
+
+    gil_sample(f, 101, SAMPLE_F_GIL_HELD);
+    gil_sample(f, 101, SAMPLE_F_GIL_UNKNOWN);
+    collect_get_stats(f->c, &st);
+    assert_int_equal(st.samples, 1);
+    assert_int_equal(st.gil_unknown, 1);
+    assert_int_equal(st.gil_checked, 0);
+    assert_int_equal(collect_gil_threads(f->c, rows, 8), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +328,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_comm_change_gives_new_thread_frame, setup_fp, teardown),
         cmocka_unit_test_setup_teardown(test_many_threads, setup_fp, teardown),
         cmocka_unit_test_setup_teardown(test_kernel_frames_follow_user_frames, setup_kernel, teardown),
+        cmocka_unit_test_setup_teardown(test_gil_mark_counts_every_sample, setup_gil_mark, teardown),
+        cmocka_unit_test_setup_teardown(test_gil_only_keeps_holders, setup_gil_only, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,4 +1,4 @@
-/* Unit tests for the collector's caches: user/collect/framecache.c on its own, the stack cache of
+/* Unit tests for the collector's caches: user/collect/fcache.c on its own, the stack cache of
  * profile_add, and the frame cache inside collect_sample on records of this very process (and of
  * a forked child), including every way an address's name can change: JIT regions published late
  * or republished at the same address (a reused code slot), mappings replaced, another process. */
@@ -20,9 +20,9 @@
 #include <cmocka.h>
 
 #include "collect/collect.h"
-#include "collect/framecache.h"
+#include "collect/fcache.h"
 
-/* -- framecache on its own ----------------------------------------------------------------- */
+/* -- fcache on its own ----------------------------------------------------------------- */
 
 static void test_fcache_hit_miss_and_kinds(void **state)
 {
@@ -342,7 +342,7 @@ static struct collect_stats stats(const struct fixture *f)
 {
     struct collect_stats st;
 
-    collect_stats(f->c, &st);
+    collect_get_stats(f->c, &st);
     return st;
 }
 

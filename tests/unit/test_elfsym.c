@@ -28,8 +28,10 @@
 
 #include "symbols/elfsym.h"
 #include "symbols/ksyms.h"
-#include "symbols/maps.h"
+#include "util/maps.h"
 #include "symbols/proc.h"
+
+#include "elfcache.h"
 
 #define LIBC  "/usr/lib/x86_64-linux-gnu/libc.so.6"
 #define PY311 "/usr/bin/python3.11"
@@ -121,8 +123,6 @@ static bool nm_has(const struct nsym *v, size_t n, uint64_t addr, const char *na
             return true;
     return false;
 }
-
-static struct elfsym_cache *cache;
 
 static struct elf_file *open_file(const char *path, const char *root)
 {
@@ -230,7 +230,7 @@ static void expect_symbol(struct proc *p, const void *addr, const char *want, co
 static void test_proc_symbolize_self(void **state)
 {
     struct proc *p;
-    assert_int_equal(proc_open(&p, getpid()), 0);
+    assert_int_equal(proc_open(&p, getpid(), cache), 0);
     expect_symbol(p, (const char *)local_function + 3, "local_function", "test_elfsym");
     expect_symbol(p, (const void *)test_libc, "test_libc", "test_elfsym");
 
@@ -309,7 +309,7 @@ static void test_vdso(void **state)
     unlink(path);
     assert_true(n >= 4);
     struct proc *p;
-    assert_int_equal(proc_open(&p, getpid()), 0);
+    assert_int_equal(proc_open(&p, getpid(), cache), 0);
     for (size_t i = 0; i < n; i++) {
         struct symres r;
         assert_int_equal(proc_symbolize(p, (uint64_t)(uintptr_t)base + v[i].addr + 1, &r), 0);
@@ -428,7 +428,7 @@ static void test_deleted_library(void **state)
     unlink(path);
     rmdir(dir);
     struct proc *p;
-    assert_int_equal(proc_open(&p, getpid()), 0);
+    assert_int_equal(proc_open(&p, getpid(), cache), 0);
     struct maps m;
     assert_int_equal(maps_read(&m, getpid()), 0);
     const struct map_entry *e = maps_find(&m, (uint64_t)(uintptr_t)fn);
@@ -451,7 +451,7 @@ static void test_deleted_library(void **state)
 static void test_refresh_bounded(void **state)
 {
     struct proc *p;
-    assert_int_equal(proc_open(&p, getpid()), 0);
+    assert_int_equal(proc_open(&p, getpid(), cache), 0);
     struct symres r;
     assert_int_equal(proc_symbolize(p, (uint64_t)(uintptr_t)test_refresh_bounded, &r), 0);
     for (int i = 0; i < 50; i++)
@@ -498,7 +498,7 @@ static void test_refresh_unchanged(void **state)
     uint64_t fn = (uint64_t)(uintptr_t)dlsym(libc, "qsort");
     uint64_t ip = fn - map_base(getpid(), "/libc.so") + map_base(pid, "/libc.so");
     struct proc *p;
-    assert_int_equal(proc_open(&p, pid), 0);
+    assert_int_equal(proc_open(&p, pid, cache), 0);
     struct symres r;
     assert_int_equal(proc_symbolize(p, ip, &r), 0);
     assert_non_null(r.name);
@@ -548,7 +548,7 @@ static void test_ksyms(void **state)
 static void test_symbolize_cost(void **state)
 {
     struct proc *p;
-    assert_int_equal(proc_open(&p, getpid()), 0);
+    assert_int_equal(proc_open(&p, getpid(), cache), 0);
     void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
     static const char *const fns[] = {"qsort",  "printf", "malloc", "free", "memcpy",
                                       "strlen", "read",   "write",  "open", "close"};
@@ -572,17 +572,6 @@ static void test_symbolize_cost(void **state)
     proc_close(p);
 }
 
-static int setup(void **state)
-{
-    return elfsym_cache_new(&cache);
-}
-
-static int teardown(void **state)
-{
-    elfsym_cache_free(cache);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -598,5 +587,5 @@ int main(void)
         cmocka_unit_test(test_symbolize_cost),
         cmocka_unit_test(test_ksyms),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, elfcache_setup, elfcache_teardown);
 }

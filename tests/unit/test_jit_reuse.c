@@ -20,6 +20,8 @@
 #include "symbols/jitsyms.h"
 #include "symbols/proc.h"
 
+#include "elfcache.h"
+
 static uint64_t mono_ns(void)
 {
     struct timespec ts;
@@ -222,7 +224,7 @@ static void test_recheck_renames_reused_slot(void **state)
 
     perfmap_add(f->perfmap, slot, 0x40, "first_fn");
     uint64_t t0 = mono_ns();
-    assert_int_equal(proc_open(&p, getpid()), 0);
+    assert_int_equal(proc_open(&p, getpid(), cache), 0);
     assert_string_equal(sym(p, slot + 4), "first_fn");
     uint64_t gen = proc_generation(p);
 
@@ -261,7 +263,7 @@ static void test_no_sources_no_recheck(void **state)
     struct proc *p;
 
     (void)f;
-    assert_int_equal(proc_open(&p, getpid()), 0);
+    assert_int_equal(proc_open(&p, getpid(), cache), 0);
     for (int i = 1; i <= 5; i++)
         assert_int_equal(proc_recheck_jit(p, mono_ns() + (uint64_t)i * 1000000000ull), 0);
     assert_int_equal(reloads(p), 0);
@@ -307,9 +309,9 @@ static void test_collector_rechecks_on_sample_time(void **state)
     }
     assert_int_equal(first, 2);
     assert_int_equal(second, 1);
-    struct proc_stats ps;
-    collect_proc_stats(c, &ps);
-    assert_int_equal(ps.jit_reloads, 1);
+    struct collect_stats cs;
+    collect_get_stats(c, &cs);
+    assert_int_equal(cs.proc.jit_reloads, 1);
     collect_close(c);
     profile_free(&prof);
     free(ev);
@@ -324,5 +326,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_sources_no_recheck, setup, teardown),
         cmocka_unit_test_setup_teardown(test_collector_rechecks_on_sample_time, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, elfcache_setup, elfcache_teardown);
 }

@@ -23,7 +23,7 @@
 
 #include "jitdump.h"
 #include "jitdump_format.h"
-#include "symbols/jitread.h"
+#include "symbols/jitdump_read.h"
 
 /* Trampoline-shaped bytes (x86-64 push/mov/call/pop/ret); the writer only copies them. */
 static const uint8_t tramp[14] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x89, 0xf8,
@@ -124,8 +124,8 @@ static void test_roundtrip(void **state)
     assert_true(S_ISREG(st.st_mode));
     assert_int_equal(st.st_mode & 0777, 0600);
 
-    struct jitread_dump d;
-    assert_int_equal(jitread_file(path, &d), 0);
+    struct jitdump_read_dump d;
+    assert_int_equal(jitdump_read_file(path, &d), 0);
     assert_int_equal(d.version, 1);
     assert_int_equal(d.elf_mach, 62);
     assert_int_equal(d.pid, getpid());
@@ -134,7 +134,7 @@ static void test_roundtrip(void **state)
     assert_int_equal(d.nregions, 3);
     const char *names[] = {"py::a:/x.py", "py::b:/x.py", "c"};
     for (size_t i = 0; i < 3; i++) {
-        const struct jitread_region *r = &d.regions[i];
+        const struct jitdump_read_region *r = &d.regions[i];
         assert_string_equal(r->name, names[i]);
         assert_int_equal(r->addr, (uintptr_t)arena[i]);
         assert_int_equal(r->size, 16); /* 14 padded to 8 */
@@ -156,13 +156,13 @@ static void test_roundtrip(void **state)
         assert_int_equal(hdr_addr + 4 + (int64_t)rd_i32(h + 4), eh_addr);
         assert_int_equal(rd_i32(h + 8), 1);
         assert_int_equal(hdr_addr + (int64_t)rd_i32(h + 12), r->addr);
-        assert_true(jitread_find(&d, r->addr + 13) == r);
+        assert_true(jitdump_read_find(&d, r->addr + 13) == r);
     }
     assert_true(stride >= 16 + d.regions[0].mapped_size);
-    assert_null(jitread_find(&d, (uintptr_t)arena[3]));
+    assert_null(jitdump_read_find(&d, (uintptr_t)arena[3]));
 
     /* Line table: one entry per row, the file named each time, a sentinel at the end. */
-    const struct jitread_region *a = &d.regions[0];
+    const struct jitdump_read_region *a = &d.regions[0];
     assert_int_equal(a->nlines, 4);
     for (size_t i = 0; i < 3; i++) {
         assert_int_equal(a->lines[i].addr, a->addr + lines3[i].offset);
@@ -172,7 +172,7 @@ static void test_roundtrip(void **state)
     assert_int_equal(a->lines[3].addr, a->addr + sizeof(tramp));
     assert_int_equal(a->lines[3].line, 12);
     assert_int_equal(d.regions[1].nlines, 0);
-    jitread_free(&d);
+    jitdump_read_free(&d);
 
     /* The code bytes end each CODE_LOAD, padded with int3. */
     size_t len;
@@ -276,22 +276,22 @@ static void test_fork_child_own_file(void **state)
     char ppath[128], cpath[128];
     dump_path(ppath, sizeof(ppath), getpid());
     dump_path(cpath, sizeof(cpath), kid);
-    struct jitread_dump d;
-    assert_int_equal(jitread_file(ppath, &d), 0);
+    struct jitdump_read_dump d;
+    assert_int_equal(jitdump_read_file(ppath, &d), 0);
     assert_false(d.closed);
     assert_int_equal(d.nregions, 2);
     assert_string_equal(d.regions[0].name, "parent-a");
     assert_string_equal(d.regions[1].name, "parent-c");
-    jitread_free(&d);
+    jitdump_read_free(&d);
     jitdump_close(jd);
 
-    assert_int_equal(jitread_file(cpath, &d), 0);
+    assert_int_equal(jitdump_read_file(cpath, &d), 0);
     assert_int_equal(d.pid, kid);
     assert_true(d.closed);
     assert_int_equal(d.nregions, 1);
     assert_string_equal(d.regions[0].name, "child-b");
     assert_int_equal(d.regions[0].pid, kid);
-    jitread_free(&d);
+    jitdump_read_free(&d);
 }
 
 struct thread_arg {
@@ -334,8 +334,8 @@ static void test_threads(void **state)
     char path[128];
     snprintf(path, sizeof(path), "%s", jitdump_path(jd));
     jitdump_close(jd);
-    struct jitread_dump d;
-    assert_int_equal(jitread_file(path, &d), 0);
+    struct jitdump_read_dump d;
+    assert_int_equal(jitdump_read_file(path, &d), 0);
     assert_int_equal(d.nregions, T * N);
     uint64_t *idx = malloc(sizeof(uint64_t) * T * N);
     for (size_t i = 0; i < d.nregions; i++)
@@ -344,7 +344,7 @@ static void test_threads(void **state)
     for (size_t i = 1; i < d.nregions; i++)
         assert_true(idx[i] != idx[i - 1]);
     free(idx);
-    jitread_free(&d);
+    jitdump_read_free(&d);
 }
 
 /* A full disk (here: RLIMIT_FSIZE) switches the sink off with exactly one message. */
@@ -412,11 +412,11 @@ static size_t record_at(const uint8_t *b, int n)
     return off;
 }
 
-static int parse_copy(const uint8_t *b, size_t len, struct jitread_dump *d)
+static int parse_copy(const uint8_t *b, size_t len, struct jitdump_read_dump *d)
 {
     uint8_t *c = malloc(len ? len : 1); /* exact size: ASan sees any overread */
     memcpy(c, b, len);
-    int e = jitread_parse(c, len, d);
+    int e = jitdump_read_parse(c, len, d);
     free(c);
     return e;
 }
@@ -425,10 +425,10 @@ static void test_truncation_every_offset(void **state)
 {
     size_t len;
     uint8_t *b = sample_bytes(&len);
-    struct jitread_dump d;
+    struct jitdump_read_dump d;
     assert_int_equal(parse_copy(b, len, &d), 0);
     size_t full = d.nregions;
-    jitread_free(&d);
+    jitdump_read_free(&d);
     size_t prev = 0;
     for (size_t k = 0; k < len; k++) {
         int e = parse_copy(b, k, &d);
@@ -439,7 +439,7 @@ static void test_truncation_every_offset(void **state)
         assert_true(d.nregions <= full && d.nregions >= prev);
         assert_true(d.consumed <= k);
         prev = d.nregions;
-        jitread_free(&d);
+        jitdump_read_free(&d);
     }
     free(b);
 }
@@ -449,7 +449,7 @@ static void test_lying_sizes(void **state)
     size_t len;
     uint8_t *b = sample_bytes(&len);
     uint8_t *m = malloc(len);
-    struct jitread_dump d;
+    struct jitdump_read_dump d;
     uint32_t u32;
     uint64_t u64;
 
@@ -458,11 +458,11 @@ static void test_lying_sizes(void **state)
     u32 = 0xffffffff;
     memcpy(m + 8, &u32, 4);
     assert_int_equal(parse_copy(m, len, &d), -ENODATA);
-    jitread_free(&d);
+    jitdump_read_free(&d);
     u32 = 39;
     memcpy(m + 8, &u32, 4);
     assert_int_equal(parse_copy(m, len, &d), -EINVAL);
-    jitread_free(&d);
+    jitdump_read_free(&d);
 
     /* record total_size smaller than a prefix (would never advance), or past the end */
     size_t r0 = record_at(b, 0);
@@ -471,11 +471,11 @@ static void test_lying_sizes(void **state)
     memcpy(m + r0 + 4, &u32, 4);
     assert_int_equal(parse_copy(m, len, &d), -EBADMSG);
     assert_int_equal(d.nregions, 0);
-    jitread_free(&d);
+    jitdump_read_free(&d);
     u32 = 0x7fffffff;
     memcpy(m + r0 + 4, &u32, 4);
     assert_int_equal(parse_copy(m, len, &d), -ENODATA);
-    jitread_free(&d);
+    jitdump_read_free(&d);
 
     /* DEBUG_INFO (record 0) claiming a huge number of entries */
     uint64_t counts[] = {1ull << 60, 0xffffffffull, 5};
@@ -484,7 +484,7 @@ static void test_lying_sizes(void **state)
         memcpy(m + r0 + 24, &counts[i], 8);
         assert_int_equal(parse_copy(m, len, &d), -EBADMSG);
         assert_int_equal(d.nregions, 0);
-        jitread_free(&d);
+        jitdump_read_free(&d);
     }
 
     /* UNWINDING_INFO (record 1): data larger than the record, header larger than the data */
@@ -493,11 +493,11 @@ static void test_lying_sizes(void **state)
     u64 = 1ull << 40;
     memcpy(m + r1 + 16, &u64, 8);
     assert_int_equal(parse_copy(m, len, &d), -EBADMSG);
-    jitread_free(&d);
+    jitdump_read_free(&d);
     memcpy(m, b, len);
     memcpy(m + r1 + 24, &u64, 8);
     assert_int_equal(parse_copy(m, len, &d), -EBADMSG);
-    jitread_free(&d);
+    jitdump_read_free(&d);
 
     /* CODE_LOAD (record 2): code larger than what follows the name; name without NUL */
     size_t r2 = record_at(b, 2);
@@ -505,32 +505,32 @@ static void test_lying_sizes(void **state)
     u64 = 1000;
     memcpy(m + r2 + 40, &u64, 8);
     assert_int_equal(parse_copy(m, len, &d), -EBADMSG);
-    jitread_free(&d);
+    jitdump_read_free(&d);
     memcpy(m, b, len);
     struct jitdump_record_prefix p;
     memcpy(&p, b + r2, sizeof(p));
     memset(m + r2 + 56, 'n', p.total_size - 56);
     assert_int_equal(parse_copy(m, len, &d), -EBADMSG);
-    jitread_free(&d);
+    jitdump_read_free(&d);
 
     /* magic: byte-swapped file, foreign file, unknown version */
     memcpy(m, b, len);
     u32 = JITDUMP_MAGIC_SWAPPED;
     memcpy(m, &u32, 4);
     assert_int_equal(parse_copy(m, len, &d), -EPROTONOSUPPORT);
-    assert_non_null(strstr(jitread_strerror(-EPROTONOSUPPORT), "byte"));
-    jitread_free(&d);
+    assert_non_null(strstr(jitdump_read_strerror(-EPROTONOSUPPORT), "byte"));
+    jitdump_read_free(&d);
     memcpy(m,
            "\x7f"
            "ELF",
            4);
     assert_int_equal(parse_copy(m, len, &d), -EINVAL);
-    jitread_free(&d);
+    jitdump_read_free(&d);
     memcpy(m, b, len);
     u32 = 2;
     memcpy(m + 4, &u32, 4);
     assert_int_equal(parse_copy(m, len, &d), -EINVAL);
-    jitread_free(&d);
+    jitdump_read_free(&d);
     free(m);
     free(b);
 }
@@ -546,12 +546,12 @@ static void test_unknown_record_skipped(void **state)
     memcpy(m + r3, &p, sizeof(p));
     memset(m + r3 + 16, 0xab, 8);
     memcpy(m + r3 + 24, b + r3, len - r3);
-    struct jitread_dump d;
+    struct jitdump_read_dump d;
     assert_int_equal(parse_copy(m, len + 24, &d), 0);
     assert_int_equal(d.nunknown, 1);
     assert_int_equal(d.nregions, 3);
     assert_true(d.closed);
-    jitread_free(&d);
+    jitdump_read_free(&d);
     free(m);
     free(b);
 }
@@ -567,11 +567,11 @@ static void test_random_damage(void **state)
         int flips = 1 + rand() % 8;
         for (int f = 0; f < flips; f++)
             m[(size_t)rand() % len] = (uint8_t)rand();
-        struct jitread_dump d;
+        struct jitdump_read_dump d;
         int e = parse_copy(m, len, &d);
         assert_true(e == 0 || e == -ENODATA || e == -EBADMSG || e == -EINVAL || e == -EPROTONOSUPPORT);
         assert_true(d.consumed <= len);
-        jitread_free(&d);
+        jitdump_read_free(&d);
     }
     free(m);
     free(b);
@@ -603,11 +603,11 @@ static void test_stride_and_errors(void **state)
     char path[128];
     snprintf(path, sizeof(path), "%s", jitdump_path(jd));
     jitdump_close(jd);
-    struct jitread_dump d;
-    assert_int_equal(jitread_file(path, &d), 0);
+    struct jitdump_read_dump d;
+    assert_int_equal(jitdump_read_file(path, &d), 0);
     assert_int_equal(d.nregions, 0);
     assert_true(d.closed);
-    jitread_free(&d);
+    jitdump_read_free(&d);
 }
 
 int main(void)

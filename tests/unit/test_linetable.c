@@ -1,7 +1,7 @@
 /*
- * The location table decoder against CPython itself: each available interpreter dumps the tables
- * of ~1000 real code objects with its own co_lines() and co_positions() answers
- * (tests/py/dump_linetables.py); every code unit's line must agree.
+ * The location table decoder against CPython itself: each available interpreter (tests/pythons,
+ * through pytargets.h) dumps the tables of ~1000 real code objects with its own co_lines() and
+ * co_positions() answers (tests/py/dump_linetables.py); every code unit's line must agree.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -17,13 +17,7 @@
 #include <cmocka.h>
 
 #include "python/linetable.h"
-
-static const char *pythons[] = {
-    "/usr/bin/python3.11",
-    "/root/.pyenv/versions/3.11.7/bin/python3.11",
-    "/root/.pyenv/versions/3.12.1/bin/python3.12",
-    "/root/.pyenv/versions/3.13.0/bin/python3.13",
-};
+#include "pytargets.h"
 
 static size_t unhex(const char *h, uint8_t *out, size_t cap)
 {
@@ -168,10 +162,10 @@ static void garbage(void **state)
 
 int main(void)
 {
-    struct CMUnitTest tests[8];
+    struct CMUnitTest tests[NPY + 2];
     size_t n = 0;
-    static char names[4][96];
-    for (size_t i = 0; i < sizeof(pythons) / sizeof(pythons[0]); i++) {
+    static char names[NPY][96];
+    for (size_t i = 0; i < NPY; i++) {
         snprintf(names[i], sizeof(names[i]), "linetable matches co_lines/co_positions: %s", pythons[i]);
         tests[n++] = (struct CMUnitTest){names[i], check_python, NULL, NULL, (void *)pythons[i]};
     }

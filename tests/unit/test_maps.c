@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "symbols/maps.h"
+#include "util/maps.h"
 
 static const char SAMPLE[] =
     "55d0c0a00000-55d0c0a02000 r--p 00000000 fe:00 247134                     /usr/bin/cat\n"

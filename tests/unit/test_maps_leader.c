@@ -1,5 +1,5 @@
 /*
- * Unit tests for user/symbols/maps.c when the target's leader thread has exited (pthread_exit) while
+ * Unit tests for user/util/maps.c when the target's leader thread has exited (pthread_exit) while
  * another thread runs on: /proc/PID/maps is empty then, and maps_read takes a live thread's
  * /proc/PID/task/TID/maps (proc.c takes mem and root from the same directory).
  */
@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "symbols/maps.h"
+#include "util/maps.h"
 
 static void *sleeper(void *arg)
 {

@@ -197,6 +197,33 @@ static void test_many(void **state)
     assert_int_equal(p->nframes, nf);
 }
 
+/* A thread frame renamed after its first samples: those samples show the new name, the table
+ * finds the frame under it (and no longer under the old one), among many neighbours. */
+static void test_rename(void **state)
+{
+    struct profile *p = *state;
+    char name[32];
+    int64_t fr[300];
+    for (int i = 0; i < 300; i++) {
+        snprintf(name, sizeof(name), "thread %d (python3.11)", i);
+        fr[i] = profile_frame(p, FRAME_THREAD, name, NULL, 0);
+        assert_true(fr[i] >= 0);
+    }
+    int64_t leaf = profile_frame(p, FRAME_PYTHON, "nap", "/w.py", 18);
+    uint32_t stack[2] = {(uint32_t)fr[7], (uint32_t)leaf};
+    assert_true(profile_add(p, stack, 2, 5) >= 0);
+    assert_int_equal(profile_frame_rename(p, (uint32_t)fr[7], "thread 7 (sleeper)"), 0);
+    assert_string_equal(p->frames[fr[7]].name, "thread 7 (sleeper)");
+    assert_int_equal(profile_frame(p, FRAME_THREAD, "thread 7 (sleeper)", NULL, 0), fr[7]);
+    assert_true(profile_frame(p, FRAME_THREAD, "thread 7 (python3.11)", NULL, 0) != fr[7]);
+    for (int i = 0; i < 300; i++) { /* every neighbour still found */
+        snprintf(name, sizeof(name), "thread %d (python3.11)", i);
+        if (i != 7)
+            assert_int_equal(profile_frame(p, FRAME_THREAD, name, NULL, 0), fr[i]);
+    }
+    assert_int_equal(profile_frame_rename(p, p->nframes + 5, "x"), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -207,6 +234,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rename, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

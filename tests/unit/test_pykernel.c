@@ -414,7 +414,7 @@ static void test_program_reads_chains(void **state)
     struct sampler_opts o = {.frequency = 997, .stack_copy = 512};
     struct pyrt_layout in = layout_312();
     struct sample_pylayout L;
-    struct sampler_counters c;
+    struct sampler_stats c;
     struct seen s = {.min_records = PHASE_RECORDS};
     struct sampler *smp;
     struct fake *bufs[2], *f;
@@ -534,7 +534,7 @@ static void test_program_reads_chains(void **state)
 
     /* The thread state names another thread: stale once, then the entry is gone. The stale
      * record may come before the phase counts records, so the counter tells "once". */
-    assert_int_equal(sampler_counters(smp, &c), 0);
+    assert_int_equal(sampler_get_stats(smp, &c), 0);
     stale_before = c.py_stale;
     f = spare(bufs, &s);
     build(f, 4, false, s.tid + 1);
@@ -545,10 +545,10 @@ static void test_program_reads_chains(void **state)
     assert_true(s.stale <= 1);
     run_phase(smp, &s, 0);
     assert_int_equal(s.unknown, s.n);
-    assert_int_equal(sampler_counters(smp, &c), 0);
+    assert_int_equal(sampler_get_stats(smp, &c), 0);
     assert_int_equal(c.py_stale - stale_before, 1);
 
-    assert_int_equal(sampler_counters(smp, &c), 0);
+    assert_int_equal(sampler_get_stats(smp, &c), 0);
     assert_true(c.py_frames > 0);
     assert_true(c.py_stale >= 1);
     assert_true(c.py_broken >= 1);

@@ -1,10 +1,12 @@
 /*
  * _Py_DebugOffsets per version (user/python/pyrt_debug.c): the .PyRuntime data of every interpreter on
- * the machine (pyenv 3.13.0; Debian's 3.14 and 3.15 under build/pythons after `make
- * test-pythons`) is parsed and compared with what the interpreter itself says about its objects
- * (code objects' __basicsize__, sys.getsizeof of strings and bytes); then the refusals: bad
- * cookie, version mismatch, unknown minor, pre-release, free-threaded, a layout read with another
- * version's table.
+ * the machine (pyenv 3.13.0; Debian's 3.14 and 3.15, release and debug builds, and the
+ * free-threaded 3.14t and 3.15t, under build/pythons after `make test-pythons`) is parsed and
+ * compared with what the interpreter itself says about its objects (code objects'
+ * __basicsize__, sys.getsizeof of strings and bytes, Py_GIL_DISABLED); a default build's data
+ * marked free-threaded is accepted only once it says where co_tlbc is; then the refusals: bad
+ * cookie, version mismatch, unknown minor, pre-release, a layout read with another version's
+ * table.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +36,10 @@ static const struct interp interps[] = {
      13},
     {"build/pythons/root/usr/bin/python3.14", "build/pythons/bin/python3.14", 14},
     {"build/pythons/root/usr/bin/python3.15", "build/pythons/bin/python3.15", 15},
+    {"build/pythons/root/usr/bin/python3.14d", "build/pythons/bin/python3.14d", 14},
+    {"build/pythons/root/usr/bin/python3.15d", "build/pythons/bin/python3.15d", 15},
+    {"build/pythons/ft/3.14t/bin/python3.14t", "build/pythons/bin/python3.14t", 14},
+    {"build/pythons/ft/3.15t/bin/python3.15t", "build/pythons/bin/python3.15t", 15},
 };
 
 /* The .PyRuntime section's first bytes and the Py_Version value, straight from the file. */
@@ -128,8 +134,32 @@ static void real_interpreters(void **state)
         /* a fresh UCS-2 string (no cached UTF-8): header + 2 code units of 2 bytes with the NUL */
         assert_int_equal(L.str_compact_data + 4, ask(in->run, "sys.getsizeof(chr(0x101))"));
         assert_int_equal(L.bytes_ob_sval + 1, ask(in->run, "sys.getsizeof(b\"\")"));
-        assert_int_equal(L.var_ob_size, 16);
-        assert_int_equal(L.ob_type, 8);
+        /* The object header: 16 bytes, or 32 in a free-threaded build (ob_tid, flags and two
+         * reference counts before ob_type); co_tlbc there only. */
+        const long ft = ask(in->run, "__import__('sysconfig').get_config_var('Py_GIL_DISABLED') or 0");
+        assert_int_equal(L.free_threaded, ft == 1);
+        assert_int_equal(L.var_ob_size, ft == 1 ? 32 : 16);
+        assert_int_equal(L.ob_type, ft == 1 ? 24 : 8);
+        assert_true(ft == 1 ? L.co_tlbc > L.ob_type && L.co_tlbc < L.co_code_adaptive : L.co_tlbc == 0);
+        if (ft == 0) {
+            /* Marked free-threaded, a default build's data is refused while co_tlbc is 0, and
+             * accepted once the word after co_code_adaptive (where the code_object group keeps
+             * co_tlbc) names a place in the header. */
+            uint8_t fake[1024];
+            uint64_t one = 1, at = 0, adaptive = L.co_code_adaptive, tlbc = adaptive - 8;
+            memcpy(fake, buf, sizeof(fake));
+            memcpy(fake + 16, &one, 8);
+            rc = pyrt_debug_offsets(&L, fake, need, hex, err, sizeof(err));
+            assert_int_equal(rc, -EPROTO);
+            assert_non_null(strstr(err, "co_tlbc"));
+            for (size_t o = 24; o + 16 <= need && !at; o += 8)
+                if (!memcmp(fake + o, &adaptive, 8) && !memcmp(fake + o + 8, &at, 8))
+                    at = o + 8;
+            assert_true(at != 0);
+            memcpy(fake + at, &tlbc, 8);
+            assert_int_equal(pyrt_debug_offsets(&L, fake, need, hex, err, sizeof(err)), 0);
+            assert_true(L.free_threaded && L.co_tlbc == tlbc);
+        }
         /* 3.14 made f_executable a tagged reference; the owner enum changed in 3.14 and 3.15. */
         assert_true(in->minor >= 14 ? L.f_code_mask == ~(uint64_t)3 : L.f_code_mask == ~(uint64_t)0);
         assert_int_equal(L.f_owner_max, in->minor == 14 ? 4 : 3);
@@ -196,11 +226,6 @@ static void refusals(void **state)
     forge(b, sizeof(b), 0x030f00b4, 0);
     assert_int_equal(pyrt_debug_offsets(&L, b, sizeof(b), 0x030f00b4, err, sizeof(err)), -ENOTSUP);
     assert_non_null(strstr(err, "beta 4"));
-
-    /* Free-threaded. */
-    forge(b, sizeof(b), 0x030e0af0, 1);
-    assert_int_equal(pyrt_debug_offsets(&L, b, sizeof(b), 0x030e0af0, err, sizeof(err)), -ENOTSUP);
-    assert_non_null(strstr(err, "free-threaded"));
 
     /* Short buffer. */
     forge(b, sizeof(b), 0x030e0af0, 0);

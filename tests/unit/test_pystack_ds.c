@@ -35,133 +35,133 @@
 
 #define CH 0x7f0000010000ull /* a chunk of 16 KiB */
 
-static struct pyds_words words(uint64_t chunk, uint64_t top, uint64_t limit)
+static struct pydstack_words words(uint64_t chunk, uint64_t top, uint64_t limit)
 {
-    return (struct pyds_words){chunk, top, limit};
+    return (struct pydstack_words){chunk, top, limit};
 }
 
 static void valid_words(void **state)
 {
     (void)state;
-    struct pyds_words w = words(CH, CH + 2688, CH + 16384);
-    assert_true(pyds_valid(&w));
-    w = words(CH, CH + PYDS_DATA, CH + 16384); /* empty chunk */
-    assert_true(pyds_valid(&w));
+    struct pydstack_words w = words(CH, CH + 2688, CH + 16384);
+    assert_true(pydstack_valid(&w));
+    w = words(CH, CH + PYDSTACK_DATA, CH + 16384); /* empty chunk */
+    assert_true(pydstack_valid(&w));
     w = words(CH, CH + 16384, CH + 16384); /* full */
-    assert_true(pyds_valid(&w));
-    const struct pyds_words bad[] = {
-        words(0, 2688, 16384),                         /* no chunk */
-        words(CH + 4, CH + 2688, CH + 16384),          /* misaligned chunk */
-        words(CH, CH + 2689, CH + 16384),              /* misaligned top */
-        words(CH, CH + 16, CH + 16384),                /* top inside the header */
-        words(CH, CH + 16392, CH + 16384),             /* top past the limit */
-        words(CH, CH + 2688, CH + PYDS_CHUNK_MAX + 8), /* absurd size */
-        words(CH, CH - 8, CH + 16384),                 /* top below the chunk */
-        words(~0ull - 4095, ~0ull - 2047, ~0ull),      /* would wrap */
+    assert_true(pydstack_valid(&w));
+    const struct pydstack_words bad[] = {
+        words(0, 2688, 16384),                             /* no chunk */
+        words(CH + 4, CH + 2688, CH + 16384),              /* misaligned chunk */
+        words(CH, CH + 2689, CH + 16384),                  /* misaligned top */
+        words(CH, CH + 16, CH + 16384),                    /* top inside the header */
+        words(CH, CH + 16392, CH + 16384),                 /* top past the limit */
+        words(CH, CH + 2688, CH + PYDSTACK_CHUNK_MAX + 8), /* absurd size */
+        words(CH, CH - 8, CH + 16384),                     /* top below the chunk */
+        words(~0ull - 4095, ~0ull - 2047, ~0ull),          /* would wrap */
         words(1ull << 56, (1ull << 56) + 64, (1ull << 56) + 4096),
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         print_message("bad words %zu\n", i);
-        assert_false(pyds_valid(&bad[i]));
+        assert_false(pydstack_valid(&bad[i]));
     }
 }
 
 static void window_follows_top(void **state)
 {
     (void)state;
-    struct pyds_hist h = {0};
+    struct pydstack_hist h = {0};
     uint64_t lo, hi;
 
-    assert_false(pyds_window(&h, &lo, &hi)); /* nothing seen yet */
-    struct pyds_words w = words(CH, CH + 2688, CH + 16384);
-    pyds_note(&h, &w);
-    assert_true(pyds_window(&h, &lo, &hi));
-    assert_int_equal(lo, CH + PYDS_DATA);
-    assert_int_equal(hi, CH + 2688 + PYDS_SLACK);
+    assert_false(pydstack_window(&h, &lo, &hi)); /* nothing seen yet */
+    struct pydstack_words w = words(CH, CH + 2688, CH + 16384);
+    pydstack_note(&h, &w);
+    assert_true(pydstack_window(&h, &lo, &hi));
+    assert_int_equal(lo, CH + PYDSTACK_DATA);
+    assert_int_equal(hi, CH + 2688 + PYDSTACK_SLACK);
 
     /* One deep sample: the window stays that high while it is among the recent tops ... */
     w.top = CH + 6000;
-    pyds_note(&h, &w);
+    pydstack_note(&h, &w);
     w.top = CH + 1000;
-    for (unsigned i = 0; i < PYDS_EPOCH; i++)
-        pyds_note(&h, &w);
-    assert_true(pyds_window(&h, &lo, &hi));
-    assert_int_equal(hi, CH + 6000 + PYDS_SLACK);
+    for (unsigned i = 0; i < PYDSTACK_EPOCH; i++)
+        pydstack_note(&h, &w);
+    assert_true(pydstack_window(&h, &lo, &hi));
+    assert_int_equal(hi, CH + 6000 + PYDSTACK_SLACK);
     /* ... and comes down once two epochs passed without it. */
-    for (unsigned i = 0; i < PYDS_EPOCH; i++)
-        pyds_note(&h, &w);
-    assert_true(pyds_window(&h, &lo, &hi));
-    assert_int_equal(hi, CH + 1000 + PYDS_SLACK);
+    for (unsigned i = 0; i < PYDSTACK_EPOCH; i++)
+        pydstack_note(&h, &w);
+    assert_true(pydstack_window(&h, &lo, &hi));
+    assert_int_equal(hi, CH + 1000 + PYDSTACK_SLACK);
 
     /* Never past the limit. */
     w.top = CH + 16384 - 8;
-    pyds_note(&h, &w);
-    assert_true(pyds_window(&h, &lo, &hi));
+    pydstack_note(&h, &w);
+    assert_true(pydstack_window(&h, &lo, &hi));
     assert_int_equal(hi, CH + 16384);
-    assert_int_equal(lo, CH + PYDS_DATA);
+    assert_int_equal(lo, CH + PYDSTACK_DATA);
 
     /* Another chunk: the high-water mark of the old one does not carry over. */
     const uint64_t ch2 = CH + (1 << 20);
     w = words(ch2, ch2 + 200, ch2 + 16384);
-    pyds_note(&h, &w);
-    assert_true(pyds_window(&h, &lo, &hi));
-    assert_int_equal(lo, ch2 + PYDS_DATA);
-    assert_int_equal(hi, ch2 + 200 + PYDS_SLACK);
+    pydstack_note(&h, &w);
+    assert_true(pydstack_window(&h, &lo, &hi));
+    assert_int_equal(lo, ch2 + PYDSTACK_DATA);
+    assert_int_equal(hi, ch2 + 200 + PYDSTACK_SLACK);
 
     /* Words that make no sense: no window at all. */
     w = words(ch2, ch2 + 8, ch2 + 16384);
-    pyds_note(&h, &w);
-    assert_false(pyds_window(&h, &lo, &hi));
-    pyds_note(&h, NULL);
-    assert_false(pyds_window(&h, &lo, &hi));
+    pydstack_note(&h, &w);
+    assert_false(pydstack_window(&h, &lo, &hi));
+    pydstack_note(&h, NULL);
+    assert_false(pydstack_window(&h, &lo, &hi));
 }
 
 static void window_capped(void **state)
 {
     (void)state;
-    struct pyds_hist h = {0};
+    struct pydstack_hist h = {0};
     uint64_t lo, hi;
-    /* A chunk grown for a huge frame: at most PYDS_WINDOW_MAX bytes, ending above the top. */
-    struct pyds_words w = words(CH, CH + (1 << 20), CH + (2 << 20));
-    pyds_note(&h, &w);
-    assert_true(pyds_window(&h, &lo, &hi));
-    assert_int_equal(hi, CH + (1 << 20) + PYDS_SLACK);
-    assert_int_equal(hi - lo, PYDS_WINDOW_MAX);
+    /* A chunk grown for a huge frame: at most PYDSTACK_WINDOW_MAX bytes, ending above the top. */
+    struct pydstack_words w = words(CH, CH + (1 << 20), CH + (2 << 20));
+    pydstack_note(&h, &w);
+    assert_true(pydstack_window(&h, &lo, &hi));
+    assert_int_equal(hi, CH + (1 << 20) + PYDSTACK_SLACK);
+    assert_int_equal(hi - lo, PYDSTACK_WINDOW_MAX);
     assert_int_equal(lo & 7, 0);
 }
 
 static void gap_ranges(void **state)
 {
     (void)state;
-    const struct pyds_words w = words(CH, CH + 8192, CH + 16384);
+    const struct pydstack_words w = words(CH, CH + 8192, CH + 16384);
     uint64_t lo, hi;
 
     /* Nothing held: from the chunk's start up to the end of the frame. */
-    assert_true(pyds_gap(&w, CH + 5000, 72, 0, 0, &lo, &hi));
-    assert_int_equal(lo, CH + PYDS_DATA);
+    assert_true(pydstack_gap(&w, CH + 5000, 72, 0, 0, &lo, &hi));
+    assert_int_equal(lo, CH + PYDSTACK_DATA);
     assert_int_equal(hi, CH + 5072);
     /* The window holds the bottom: only the part above it, one frame's bytes overlapping. */
-    assert_true(pyds_gap(&w, CH + 5000, 72, CH + PYDS_DATA, CH + 3000, &lo, &hi));
+    assert_true(pydstack_gap(&w, CH + 5000, 72, CH + PYDSTACK_DATA, CH + 3000, &lo, &hi));
     assert_int_equal(lo, (CH + 3000 - 72) & ~7ull);
     assert_int_equal(hi, CH + 5072);
     /* A held range that does not reach the bottom, or lies elsewhere, changes nothing. */
-    assert_true(pyds_gap(&w, CH + 5000, 72, CH + 1000, CH + 3000, &lo, &hi));
-    assert_int_equal(lo, CH + PYDS_DATA);
-    assert_true(pyds_gap(&w, CH + 5000, 72, CH + (1 << 20), CH + (1 << 20) + 4096, &lo, &hi));
-    assert_int_equal(lo, CH + PYDS_DATA);
-    /* Far up a big chunk: at most PYDS_WINDOW_MAX bytes. */
-    const struct pyds_words big = words(CH, CH + (1 << 20), CH + (1 << 21));
-    assert_true(pyds_gap(&big, CH + 900000, 72, 0, 0, &lo, &hi));
+    assert_true(pydstack_gap(&w, CH + 5000, 72, CH + 1000, CH + 3000, &lo, &hi));
+    assert_int_equal(lo, CH + PYDSTACK_DATA);
+    assert_true(pydstack_gap(&w, CH + 5000, 72, CH + (1 << 20), CH + (1 << 20) + 4096, &lo, &hi));
+    assert_int_equal(lo, CH + PYDSTACK_DATA);
+    /* Far up a big chunk: at most PYDSTACK_WINDOW_MAX bytes. */
+    const struct pydstack_words big = words(CH, CH + (1 << 20), CH + (1 << 21));
+    assert_true(pydstack_gap(&big, CH + 900000, 72, 0, 0, &lo, &hi));
     assert_int_equal(hi, CH + 900072);
-    assert_int_equal(hi - lo, PYDS_WINDOW_MAX);
+    assert_int_equal(hi - lo, PYDSTACK_WINDOW_MAX);
     /* Not in the chunk, straddling its end, or no usable words: no gap read. */
-    assert_false(pyds_gap(&w, CH - 4096, 72, 0, 0, &lo, &hi));
-    assert_false(pyds_gap(&w, CH + 8, 72, 0, 0, &lo, &hi));
-    assert_false(pyds_gap(&w, CH + 16384 - 40, 72, 0, 0, &lo, &hi));
-    assert_false(pyds_gap(&w, CH + 16384, 72, 0, 0, &lo, &hi));
-    const struct pyds_words bad = words(CH, CH + 16, CH + 16384);
-    assert_false(pyds_gap(&bad, CH + 5000, 72, 0, 0, &lo, &hi));
-    assert_false(pyds_gap(&w, CH + 5000, 0, 0, 0, &lo, &hi));
+    assert_false(pydstack_gap(&w, CH - 4096, 72, 0, 0, &lo, &hi));
+    assert_false(pydstack_gap(&w, CH + 8, 72, 0, 0, &lo, &hi));
+    assert_false(pydstack_gap(&w, CH + 16384 - 40, 72, 0, 0, &lo, &hi));
+    assert_false(pydstack_gap(&w, CH + 16384, 72, 0, 0, &lo, &hi));
+    const struct pydstack_words bad = words(CH, CH + 16, CH + 16384);
+    assert_false(pydstack_gap(&bad, CH + 5000, 72, 0, 0, &lo, &hi));
+    assert_false(pydstack_gap(&w, CH + 5000, 0, 0, 0, &lo, &hi));
 }
 
 /* -- Real interpreters ------------------------------------------------------------------------ */
@@ -509,7 +509,9 @@ static void forged_stack(void **state)
     st0 = st;
     expect(ps, &prof, (int[]){7, 6, 2, 1, 0}, 5, &calls);
     pystack_get_stats(ps, &st);
-    assert_int_equal(st.ds_window_frames - st0.ds_window_frames, 5);
+    /* New code objects (ds6, ds7): the stack is read once more with their headers. */
+    assert_int_equal(st.code_rereads - st0.code_rereads, 1);
+    assert_int_equal(st.ds_window_frames - st0.ds_window_frames, 2 * 5);
     assert_int_equal(st.pred_misses, st0.pred_misses);
     expect(ps, &prof, (int[]){7, 6, 2, 1, 0}, 5, &calls);
     assert_int_equal(calls, 1);
@@ -545,18 +547,18 @@ static void forged_stack(void **state)
     expect(ps, &prof, want, 45, &calls);
     pystack_get_stats(ps, &st);
     assert_int_equal(st.ds_torn, st0.ds_torn);
-    /* A caller above its callee in the chunk: bytes written after the frame was popped; the
-     * chain ends there, cut and counted as torn, nothing of the dead frame reported. */
+    /* A caller above its callee in the chunk: the bytes at f3 were written after its frame was
+     * popped (no live frame links up), so they and what they point to are of another instant:
+     * the chain ends below f3's callee, cut and counted as torn, nothing of f3 or above reported. */
     set_leaf(&g, f4);
     frame(&g, f3, 6, f4 + 400);
     frame(&g, f4 + 400, 5, 0);
     st0 = st;
     int n = pystack_read(ps, FAKE_TID, fr, 256, &flags);
-    assert_true(n == 2 && (flags & PYSTACK_BROKEN));
+    assert_true(n == 1 && (flags & PYSTACK_BROKEN));
     pystack_get_stats(ps, &st);
     assert_int_equal(st.ds_torn - st0.ds_torn, 1);
     assert_string_equal(prof.frames[fr[0].frame].name, "ds7");
-    assert_string_equal(prof.frames[fr[1].frame].name, "ds6");
     frame(&g, f3, 6, F0 + 2 * 128);
     expect(ps, &prof, (int[]){7, 6, 2, 1, 0}, 5, &calls);
 
@@ -571,12 +573,13 @@ static void forged_stack(void **state)
     assert_int_equal(st.ds_torn, st0.ds_torn);
 
     /* A chunk that is not mapped (the frames are elsewhere): the window fails, frames are still
-     * read, in at most one more call. */
+     * read, in at most one more call; two the first time the window fails (its second copy, the
+     * leaf's witness, fails too, and is left out until a window reads again). */
     set_words(&g, 1ull << 32, (1ull << 32) + 4096, (1ull << 32) + 16384);
     expect(ps, &prof, (int[]){7, 6, 2, 1, 0}, 5, NULL);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         expect(ps, &prof, (int[]){7, 6, 2, 1, 0}, 5, &calls);
-        assert_true(calls <= 2);
+        assert_true(calls <= (k == 0 ? 3u : 2u));
     }
 
     /* The real thread still reads fine, and the target still runs. */
@@ -584,7 +587,7 @@ static void forged_stack(void **state)
     assert_true(pystack_read(ps, t->pid, fr, 256, &flags) > 0);
     assert_int_equal(kill(t->pid, 0), 0);
     pystack_get_stats(ps, &st);
-    pystack_print_stats(ps, stderr);
+    pystack_stats(ps, stats_file(stderr));
     pystack_close(ps);
     profile_free(&prof);
 }

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "symbols/jitread.h"
+#include "symbols/jitdump_read.h"
 #include "symbols/perfmap_read.h"
 #include "util/readfile.h"
 
@@ -88,20 +88,20 @@ static void test_refusals(void **state)
     assert_int_equal(readfile(path, 1 << 20, 0, &buf, &len), -ENOENT);
 
     /* what the two readers return for the same refusals */
-    struct jitread_dump d;
+    struct jitdump_read_dump d;
     struct perfmap_read_table t;
-    assert_int_equal(jitread_file("/dev/null", &d), -EINVAL);
+    assert_int_equal(jitdump_read_file("/dev/null", &d), -EINVAL);
     assert_int_equal(d.nregions, 0);
-    jitread_free(&d);
+    jitdump_read_free(&d);
     assert_int_equal(perfmap_read_file("/dev/null", &t), -EINVAL);
     assert_int_equal(t.n, 0);
     perfmap_read_free(&t);
-    assert_int_equal(jitread_file(dir, &d), -EINVAL);
-    jitread_free(&d);
+    assert_int_equal(jitdump_read_file(dir, &d), -EINVAL);
+    jitdump_read_free(&d);
     assert_int_equal(perfmap_read_file(path, &t), -ENOENT);
     perfmap_read_free(&t);
-    assert_int_equal(jitread_file(path, &d), -ENOENT);
-    jitread_free(&d);
+    assert_int_equal(jitdump_read_file(path, &d), -ENOENT);
+    jitdump_read_free(&d);
 }
 
 int main(void)

@@ -86,7 +86,7 @@ static void test_samples_this_process(void **state)
 {
     struct sampler_opts o = {
         .frequency = 997, .stack_copy = 4096, .kernel_stack = true, .user_fp_stack = true};
-    struct sampler_counters c;
+    struct sampler_stats c;
     struct seen seen = {0};
     struct sampler *s;
     enum sampler_stage stage;
@@ -103,7 +103,7 @@ static void test_samples_this_process(void **state)
         burn(0.05);
         assert_true(sampler_poll(s) >= 0);
     }
-    assert_int_equal(sampler_counters(s, &c), 0);
+    assert_int_equal(sampler_get_stats(s, &c), 0);
     /* Every sample counted so far is in the ring (the program counts and submits in one run);
      * samples taken while the counters were read may follow them. */
     assert_true(sampler_poll(s) >= 0);

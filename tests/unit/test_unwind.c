@@ -35,8 +35,10 @@
 
 #include "jitdump.h"
 #include "symbols/jitsyms.h"
-#include "symbols/maps.h"
+#include "util/maps.h"
 #include "symbols/proc.h"
+
+#include "elfcache.h"
 
 #define STACK_MAX (512 * 1024)
 
@@ -214,7 +216,7 @@ static void expect_chain(struct proc *p, struct snap *s, enum unwind_mode mode, 
 static struct proc *self_proc(void)
 {
     struct proc *p;
-    assert_int_equal(proc_open(&p, getpid()), 0);
+    assert_int_equal(proc_open(&p, getpid(), cache), 0);
     return p;
 }
 
@@ -566,7 +568,7 @@ static void live_python(const char *exe, char *const argv[], enum unwind_mode mo
     usleep(400 * 1000);
     struct proc *p;
     uint64_t t0 = mono_ns();
-    assert_int_equal(proc_open(&p, pid), 0);
+    assert_int_equal(proc_open(&p, pid, cache), 0);
     uint64_t t_open = mono_ns() - t0, t_first = 0;
     int good = 0, rounds = 5;
     for (int round = 0; round < rounds; round++) {
@@ -811,5 +813,5 @@ int main(void)
     };
     if (getenv("UNWIND_TEST_FILTER"))
         cmocka_set_test_filter(getenv("UNWIND_TEST_FILTER"));
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, elfcache_setup, elfcache_teardown);
 }

@@ -42,9 +42,9 @@ static const uint8_t EH[] = {
     /* 0x7c terminator */
     0, 0, 0, 0};
 
-static struct cfi_table table;
+static struct cfi_read_table table;
 
-static int find(void *arg, uint64_t ip, const struct cfi_table **cfi, uint64_t *bias)
+static int find(void *arg, uint64_t ip, const struct cfi_read_table **cfi, uint64_t *bias)
 {
     (void)arg;
     if (ip < 0x2000 || ip >= 0x3040)
@@ -95,18 +95,18 @@ static void test_table(void **state)
     struct cfi_row r;
 
     (void)state;
-    assert_int_equal(cfi_table_count(&table), 3);
+    assert_int_equal(cfi_read_count(&table), 3);
     /* the row at the ret: CFA back on rsp, rbp and rbx still "saved" below it */
-    assert_int_equal(cfi_find_row(&table, 0x2018, &r), 0);
+    assert_int_equal(cfi_read_row(&table, 0x2018, &r), 0);
     assert_int_equal(r.cfa_reg, CFI_REG_RSP);
     assert_int_equal(r.cfa_off, 8);
     assert_int_equal(r.reg[CFI_REG_RBP].kind, CFI_RULE_OFFSET);
     assert_int_equal(r.reg[CFI_REG_RBP].off, -16);
     assert_int_equal(r.reg[CFI_REG_RBX].kind, CFI_RULE_OFFSET);
     assert_int_equal(r.reg[CFI_REG_RBX].off, -24);
-    assert_int_equal(cfi_find_row(&table, 0x2118, &r), 0);
+    assert_int_equal(cfi_read_row(&table, 0x2118, &r), 0);
     assert_int_equal(r.reg[CFI_REG_R13].kind, CFI_RULE_VAL_EXPR);
-    assert_int_equal(cfi_find_row(&table, 0x3020 - 1, &r), 0);
+    assert_int_equal(cfi_read_row(&table, 0x3020 - 1, &r), 0);
     assert_int_equal(r.cfa_reg, CFI_REG_RBP);
 }
 
@@ -158,13 +158,13 @@ static void test_body_reads_stack(void **state)
 static int setup(void **state)
 {
     (void)state;
-    return cfi_table_init(&table, EH, sizeof(EH), 0x1000, false, NULL, 0, 0);
+    return cfi_read_init(&table, EH, sizeof(EH), 0x1000, false, NULL, 0, 0);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    cfi_table_free(&table);
+    cfi_read_free(&table);
     return 0;
 }
 

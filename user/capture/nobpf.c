@@ -13,7 +13,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/monotime.h"
+
 #define RESCAN_NS 100000000ull
+
+struct nobpf_stats {
+    uint64_t ticks;        /* timer expiries handled */
+    uint64_t missed_ticks; /* deadlines already past when reached (collector too slow) */
+    uint64_t thread_scans; /* /proc/PID/task listings */
+    uint64_t reads;        /* thread reads (collect_python_sample calls) */
+    uint64_t idle_reads;   /* reads with no Python frame */
+    uint64_t failed_reads; /* reads that failed (thread gone, not a Python thread) */
+};
 
 struct nthread {
     pid_t tid;
@@ -30,14 +41,6 @@ struct nobpf {
     struct nobpf_stats st;
 };
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int nobpf_open(struct nobpf **out, const struct nobpf_reader *rd, pid_t pid, unsigned hz)
 {
     struct nobpf *nb = calloc(1, sizeof(*nb));
@@ -48,7 +51,7 @@ int nobpf_open(struct nobpf **out, const struct nobpf_reader *rd, pid_t pid, uns
     nb->rd = *rd;
     nb->pid = pid;
     nb->period_ns = 1000000000ull / (hz ? hz : 1);
-    nb->next_ns = mono_ns();
+    nb->next_ns = monotime_ns();
     *out = nb;
     return 0;
 }
@@ -61,9 +64,11 @@ void nobpf_close(struct nobpf *nb)
     free(nb);
 }
 
-void nobpf_get_stats(const struct nobpf *nb, struct nobpf_stats *st)
+void nobpf_stats(const struct nobpf *nb, struct stats out)
 {
-    *st = nb->st;
+    STATS_COUNTS(out, {"nobpf_ticks", nb->st.ticks}, {"nobpf_missed_ticks", nb->st.missed_ticks},
+                 {"nobpf_thread_scans", nb->st.thread_scans}, {"nobpf_thread_reads", nb->st.reads},
+                 {"nobpf_idle_reads", nb->st.idle_reads}, {"nobpf_failed_reads", nb->st.failed_reads});
 }
 
 static void read_comm(pid_t pid, pid_t tid, char *comm)
@@ -152,7 +157,7 @@ int nobpf_tick(struct nobpf *nb, uint64_t until_ns)
     r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
     if (r == EINTR)
         return -EINTR;
-    now = mono_ns();
+    now = monotime_ns();
     if (now < nb->next_ns)
         return 0; /* woke for until_ns */
     nb->st.ticks++;
@@ -177,6 +182,8 @@ int nobpf_tick(struct nobpf *nb, uint64_t until_ns)
             return r;
         nb->rescan_ns = now + RESCAN_NS;
     }
+    if (nb->rd.tick)
+        (void)nb->rd.tick(nb->rd.arg, nb->pid); /* a failure only leaves the tick's GIL unknown */
     for (size_t i = 0; i < nb->nth; i++) {
         struct nthread *t = &nb->th[i];
 

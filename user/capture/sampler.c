@@ -19,6 +19,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "capture/stackends.h"
 #include "sample.skel.h"
 
 #define RING_MIN          (4u << 20)
@@ -32,6 +33,7 @@ struct sampler {
     struct bpf_link **links;
     struct bpf_link *fork_link;
     struct bpf_link *exec_link;
+    struct bpf_link *offcpu_link;
     int stats_fd;
     unsigned nlinks;
     unsigned ncpus_possible;
@@ -41,6 +43,7 @@ struct sampler {
     sampler_fn fn;
     void *ctx;
     enum sampler_stage failed;
+    struct stackends ends; /* where new threads' stacks end (stack copies only) */
 };
 
 static bool libbpf_verbose;
@@ -61,15 +64,21 @@ static size_t pow2_at_least(size_t v)
     return p;
 }
 
-/* Enough ring for ~0.25 s of every CPU sampling a target at full record size; the main loop
- * drains it far more often than that. */
+/* Enough ring for 1/16 s of every CPU sampling a target at full record size (records are
+ * reserved at that size): three of the main loop's longest drain intervals (20 ms). No more: the
+ * kernel zeroes the ring when the map is created and the collector maps it page by page, about
+ * 0.35 ms of setup CPU per MiB (1 kHz on 2 CPUs: 8 MiB; at 1/4 s it was 32 MiB, 11 ms). */
 static size_t choose_ring_size(const struct sampler_opts *o, unsigned ncpus)
 {
     size_t rec = (sizeof(struct sample_event) + o->stack_copy +
                   (size_t)o->py_frames * sizeof(struct sample_pyframe) + 8 + 7) &
                  ~(size_t)7;
-    size_t want = (size_t)o->frequency * ncpus * rec / 4;
+    size_t want = (size_t)o->frequency * ncpus * rec / 16;
 
+    /* Context switches come at no fixed rate (tens of thousands a second are common), and each
+     * record is reserved at its largest size: off-CPU records get the largest ring. */
+    if (o->offcpu)
+        want = RING_MAX;
     if (want < RING_MIN)
         want = RING_MIN;
     if (want > RING_MAX)
@@ -81,9 +90,23 @@ static int on_record(void *ctx, void *data, size_t len)
 {
     struct sampler *s = ctx;
 
+    uint64_t end = 0;
+    enum stackends_bound b;
+    int r;
+
+    if (len >= sizeof(struct sample_wake) && (((const struct sample_wake *)data)->flags & SAMPLE_F_WAKE))
+        return s->fn(s->ctx, data, len) < 0 ? -1 : 0;
     if (len < sizeof(struct sample_event))
         return 0;
-    return s->fn(s->ctx, data, len);
+    r = s->fn(s->ctx, data, len);
+    if (r < 0)
+        return r;
+    if (s->opts.stack_copy) {
+        b = stackends_learn(&s->ends, data, r > 0, s->opts.stack_copy, &end);
+        if (b != STACKENDS_NONE && !sampler_set_stack_end(s, ((const struct sample_event *)data)->tid, end))
+            stackends_set(&s->ends, b);
+    }
+    return 0;
 }
 
 int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn fn, void *ctx,
@@ -129,6 +152,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
     s->skel->rodata->cfg_kernel_stack = o->kernel_stack;
     s->skel->rodata->cfg_user_fp_stack = o->user_fp_stack;
     s->skel->rodata->cfg_py_frames = s->opts.py_frames;
+    s->skel->rodata->cfg_gil = o->gil;
     {
         /* In a PID namespace other than the initial one (a container), the program translates
          * the kernel's ids into ours. */
@@ -141,6 +165,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
     }
     bpf_program__set_autoload(s->skel->progs.follow_fork, o->children);
     bpf_program__set_autoload(s->skel->progs.start_on_exec, o->launch);
+    bpf_program__set_autoload(s->skel->progs.offcpu, o->offcpu);
+    bpf_program__set_autoload(s->skel->progs.sample, !o->no_oncpu);
     s->ring_size = o->ring_size ? pow2_at_least(o->ring_size) : choose_ring_size(&s->opts, ncpu);
     err = bpf_map__set_max_entries(s->skel->maps.events, s->ring_size);
     if (err)
@@ -207,15 +233,6 @@ int sampler_add_pending(struct sampler *s, pid_t tgid)
     return 0;
 }
 
-int sampler_remove_target(struct sampler *s, pid_t tgid)
-{
-    __u32 key = tgid;
-
-    if (bpf_map__delete_elem(s->skel->maps.targets, &key, sizeof(key), 0))
-        return -errno;
-    return 0;
-}
-
 int sampler_set_stack_end(struct sampler *s, pid_t tid, uint64_t end)
 {
     __u32 key = tid;
@@ -245,13 +262,16 @@ int sampler_set_py_thread(struct sampler *s, pid_t tid, uint64_t tstate)
     return 0;
 }
 
-int sampler_remove_py_thread(struct sampler *s, pid_t tid)
+int sampler_set_py_gil(struct sampler *s, pid_t tgid, const struct sample_pygil *g)
 {
-    __u32 key = tid;
+    __u32 k = (__u32)tgid;
 
-    if (bpf_map__delete_elem(s->skel->maps.py_threads, &key, sizeof(key), 0))
-        return -errno;
-    return 0;
+    return bpf_map__update_elem(s->skel->maps.py_gil, &k, sizeof(k), g, sizeof(*g), BPF_ANY) ? -errno : 0;
+}
+
+enum sample_gil_mode sampler_gil_mode(const struct sampler *s)
+{
+    return s->opts.gil;
 }
 
 uint32_t sampler_py_frames(const struct sampler *s)
@@ -322,6 +342,14 @@ int sampler_attach(struct sampler *s)
             return -errno;
         }
     }
+    if (s->opts.offcpu) {
+        s->offcpu_link = bpf_program__attach(s->skel->progs.offcpu);
+        if (!s->offcpu_link) {
+            free(online);
+            s->failed = SAMPLER_STAGE_ATTACH;
+            return -errno;
+        }
+    }
     for (unsigned cpu = 0; cpu < n; cpu++) {
         struct perf_event_attr attr = {
             .type = PERF_TYPE_SOFTWARE,
@@ -334,6 +362,10 @@ int sampler_attach(struct sampler *s)
 
         if (!online[cpu])
             continue;
+        if (s->opts.no_oncpu) {
+            s->ncpus_online++;
+            continue;
+        }
         fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
         if (fd < 0) {
             if (errno == ENODEV) /* went offline meanwhile */
@@ -362,7 +394,7 @@ int sampler_poll(struct sampler *s)
     return ring_buffer__consume(s->rb);
 }
 
-int sampler_counters(struct sampler *s, struct sampler_counters *out)
+int sampler_get_stats(struct sampler *s, struct sampler_stats *out)
 {
     uint64_t sums[SAMPLE_CNT_NR] = {0};
     uint64_t *vals = calloc(s->ncpus_possible, sizeof(*vals));
@@ -388,14 +420,29 @@ int sampler_counters(struct sampler *s, struct sampler_counters *out)
     out->py_reads = sums[SAMPLE_CNT_PY_READS];
     out->py_misses = sums[SAMPLE_CNT_PY_MISSES];
     out->py_idents = sums[SAMPLE_CNT_PY_IDENTS];
+    out->stack_ends_set = s->ends.set;
+    out->stack_end_map_reads = s->ends.map_reads;
+    out->stack_ends_fixed = s->ends.fixed;
+    out->offcpu_switches = sums[SAMPLE_CNT_OFFCPU_SWITCHES];
+    out->offcpu_lost = sums[SAMPLE_CNT_OFFCPU_LOST];
+    out->offcpu_unseen = sums[SAMPLE_CNT_OFFCPU_UNSEEN];
+    out->gil_not_held = sums[SAMPLE_CNT_GIL_NOT_HELD];
     out->prog_runs = out->prog_time_ns = 0;
+    out->offcpu_runs = out->offcpu_time_ns = 0;
     if (s->stats_fd >= 0) {
         struct bpf_prog_info info = {0};
         __u32 len = sizeof(info);
 
-        if (!bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.sample), &info, &len)) {
+        if (!s->opts.no_oncpu &&
+            !bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.sample), &info, &len)) {
             out->prog_runs = info.run_cnt;
             out->prog_time_ns = info.run_time_ns;
+        }
+        memset(&info, 0, sizeof(info));
+        len = sizeof(info);
+        if (s->opts.offcpu && !bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.offcpu), &info, &len)) {
+            out->offcpu_runs = info.run_cnt;
+            out->offcpu_time_ns = info.run_time_ns;
         }
     }
     return 0;
@@ -422,6 +469,8 @@ void sampler_detach(struct sampler *s)
     s->fork_link = NULL;
     bpf_link__destroy(s->exec_link);
     s->exec_link = NULL;
+    bpf_link__destroy(s->offcpu_link);
+    s->offcpu_link = NULL;
     if (s->links)
         for (unsigned i = 0; i < s->ncpus_possible; i++) {
             bpf_link__destroy(s->links[i]);
@@ -446,6 +495,7 @@ void sampler_close(struct sampler *s)
     free(s->perf_fds);
     ring_buffer__free(s->rb);
     sample_bpf__destroy(s->skel);
+    stackends_free(&s->ends);
     free(s);
 }
 

@@ -16,21 +16,30 @@
 #include "sample.h"
 
 struct sampler_opts {
-    unsigned frequency;  /* Hz per CPU */
-    uint32_t stack_copy; /* bytes of user stack copied per sample; 0: none */
-    bool kernel_stack;   /* record kernel stacks */
-    bool user_fp_stack;  /* record the frame-pointer chain */
-    bool children;       /* processes forked by a target become targets */
-    bool launch;         /* targets may be added at their exec (sampler_add_pending) */
-    bool prog_stats;     /* have the kernel time the program (global while sampling) */
-    uint32_t py_frames;  /* Python frames read in the kernel per sample (cap, at most
-                            SAMPLE_PY_FRAMES_MAX); 0: SAMPLE_PY_FRAMES_DEFAULT */
-    bool no_py_frames;   /* no in-kernel Python reader (records lose its reserved room) */
-    size_t ring_size;    /* bytes, 0: chosen from frequency and record size */
-    bool verbose;        /* libbpf messages to stderr */
+    unsigned frequency;       /* Hz per CPU */
+    uint32_t stack_copy;      /* bytes of user stack copied per sample; 0: none */
+    bool kernel_stack;        /* record kernel stacks */
+    bool user_fp_stack;       /* record the frame-pointer chain */
+    bool children;            /* processes forked by a target become targets */
+    bool launch;              /* targets may be added at their exec (sampler_add_pending) */
+    bool prog_stats;          /* have the kernel time the program (global while sampling) */
+    uint32_t py_frames;       /* Python frames read in the kernel per sample (cap, at most
+                                 SAMPLE_PY_FRAMES_MAX); 0: SAMPLE_PY_FRAMES_DEFAULT */
+    bool no_py_frames;        /* no in-kernel Python reader (records lose its reserved room) */
+    size_t ring_size;         /* bytes, 0: chosen from frequency and record size */
+    bool offcpu;              /* records of target threads leaving the CPU and coming back
+                                 (sched_switch: SAMPLE_F_OFFCPU, then a struct sample_wake) */
+    bool no_oncpu;            /* no perf events: off-CPU records only (--mode offcpu) */
+    enum sample_gil_mode gil; /* MARK: every sample says whether its thread held the GIL
+                                 (SAMPLE_F_GIL_HELD, _UNKNOWN: not known yet; top); ONLY: samples
+                                 only of holders and of the not-known-yet (--mode gil) */
+    bool verbose;             /* libbpf messages to stderr */
 };
 
-/* Called for each record; len is the record's reserved size. Non-zero return stops a poll. */
+/* Called for each record; len is the record's reserved size. A record whose flags have
+ * SAMPLE_F_WAKE is a struct sample_wake (len says so too). Returns 1 when a sample record's thread
+ * is new to the caller (with a stack copy, the sampler then bounds that thread's copies by the end
+ * of its stack mapping: stackends.h), 0 otherwise; a negative value stops a poll. */
 typedef int (*sampler_fn)(void *ctx, const struct sample_event *ev, size_t len);
 
 /* What went wrong, for a message that names the cause; see sampler_strerror(). */
@@ -43,20 +52,29 @@ enum sampler_stage {
     SAMPLER_STAGE_MAP,    /* map update */
 };
 
-struct sampler_counters {
-    uint64_t matched;      /* samples of targets seen in the kernel */
-    uint64_t lost;         /* dropped: ring buffer full */
-    uint64_t copy_err;     /* no stack copy */
-    uint64_t copy_retry;   /* copy needed a smaller size */
-    uint64_t reused;       /* dropped: the PID named another process than the target */
-    uint64_t py_frames;    /* Python frames read in the kernel */
-    uint64_t py_stale;     /* thread states found not to belong to their tid (dropped) */
-    uint64_t py_broken;    /* in-kernel chains given up (read error, invalid frame) */
-    uint64_t py_reads;     /* reads of frame memory by the in-kernel walk (windows, slices) */
-    uint64_t py_misses;    /* windows that started below their mapping (read again shorter) */
-    uint64_t py_idents;    /* code objects' identity blocks read by the walk */
-    uint64_t prog_runs;    /* program runs, every tick of every CPU (prog_stats) */
-    uint64_t prog_time_ns; /* their total run time (prog_stats) */
+struct sampler_stats {
+    uint64_t matched;             /* samples of targets seen in the kernel */
+    uint64_t lost;                /* dropped: ring buffer full */
+    uint64_t copy_err;            /* no stack copy */
+    uint64_t copy_retry;          /* copy needed a smaller size */
+    uint64_t reused;              /* dropped: the PID named another process than the target */
+    uint64_t py_frames;           /* Python frames read in the kernel */
+    uint64_t py_stale;            /* thread states found not to belong to their tid (dropped) */
+    uint64_t py_broken;           /* in-kernel chains given up (read error, invalid frame) */
+    uint64_t py_reads;            /* reads of frame memory by the in-kernel walk (windows, slices) */
+    uint64_t py_misses;           /* windows that started below their mapping (read again shorter) */
+    uint64_t py_idents;           /* code objects' identity blocks read by the walk */
+    uint64_t stack_ends_set;      /* threads whose stack end was handed to the program */
+    uint64_t stack_end_map_reads; /* /proc/PID/maps reads for them */
+    uint64_t stack_ends_fixed;    /* stale stack ends learnt again (a reused tid) */
+    uint64_t prog_runs;           /* program runs, every tick of every CPU (prog_stats) */
+    uint64_t prog_time_ns;        /* their total run time (prog_stats) */
+    uint64_t offcpu_switches;     /* target threads seen leaving the CPU (opts.offcpu) */
+    uint64_t offcpu_lost;         /* their records or wake records dropped: ring buffer full */
+    uint64_t offcpu_unseen;       /* switches back in the program missed (closed at the next out) */
+    uint64_t gil_not_held;        /* --mode gil: samples dropped in the kernel, GIL not held */
+    uint64_t offcpu_runs;         /* runs of the sched_switch program, every switch (prog_stats) */
+    uint64_t offcpu_time_ns;      /* their total run time (prog_stats) */
 };
 
 struct sampler;
@@ -65,19 +83,22 @@ struct sampler;
 int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn fn, void *ctx,
                  enum sampler_stage *stage);
 int sampler_add_target(struct sampler *s, pid_t tgid);
-int sampler_remove_target(struct sampler *s, pid_t tgid);
 /* From now on samples of tgid count only while its process has this start time (clock ticks
  * since boot, /proc/PID/stat): a PID reused by another process is not sampled. */
 int sampler_set_target_start(struct sampler *s, pid_t tgid, uint64_t start_ticks);
 /* Makes tgid a target when it next calls exec (needs opts.launch). */
 int sampler_add_pending(struct sampler *s, pid_t tgid);
-/* Tells the program where a thread's stack mapping ends (copies stop there). */
+/* Tells the program where a thread's stack mapping ends (copies stop there); the sampler does
+ * this itself for the threads its callback says are new. */
 int sampler_set_stack_end(struct sampler *s, pid_t tid, uint64_t end);
 /* In-kernel Python reader: the layout of process tgid's Python structures, and the thread
  * state of each of its threads (a stale one is dropped by the program itself). */
 int sampler_set_py_layout(struct sampler *s, pid_t tgid, const struct sample_pylayout *L);
 int sampler_set_py_thread(struct sampler *s, pid_t tid, uint64_t tstate);
-int sampler_remove_py_thread(struct sampler *s, pid_t tid);
+/* opts.gil not off: where process tgid's GIL is. */
+int sampler_set_py_gil(struct sampler *s, pid_t tgid, const struct sample_pygil *g);
+/* What the program does with the GIL holder (opts.gil). */
+enum sample_gil_mode sampler_gil_mode(const struct sampler *s);
 /* Python frames per sample the program reads at most (0: reader off). */
 uint32_t sampler_py_frames(const struct sampler *s);
 int sampler_attach(struct sampler *s);
@@ -86,7 +107,7 @@ int sampler_attach(struct sampler *s);
 void sampler_detach(struct sampler *s);
 /* Consumes every record now in the ring; returns their number or a negative errno. */
 int sampler_poll(struct sampler *s);
-int sampler_counters(struct sampler *s, struct sampler_counters *out);
+int sampler_get_stats(struct sampler *s, struct sampler_stats *out);
 unsigned sampler_ncpus(const struct sampler *s);
 size_t sampler_ring_size(const struct sampler *s);
 /* Stage of the last failure and the errno it had. */

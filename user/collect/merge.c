@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *base(const char *path)
+static const char *path_base(const char *path)
 {
     const char *s = strrchr(path, '/');
 
@@ -21,7 +21,7 @@ int merge_init(struct merge *m, struct profile *prof, const char *interp_path, b
     m->show_internal = show_internal;
     m->error_frame = -1;
     if (interp_path) {
-        strncpy(m->interp, base(interp_path), sizeof(m->interp) - 1);
+        strncpy(m->interp, path_base(interp_path), sizeof(m->interp) - 1);
         /* "/usr/bin/python3.11 (deleted)" style suffixes never reach here: pyrt opens the file. */
     }
     if (interp_path)
@@ -58,6 +58,9 @@ static bool in_eval(const struct merge *m, const char *name)
 
 static enum merge_class classify(const struct merge *m, const struct frame *f)
 {
+    /* no code object read, or the eval loop's own shim code seen before its owner was set */
+    if (f->kind == FRAME_PYTHON)
+        return !f->file || !strcmp(f->file, "<shim>") ? MERGE_C_UNREAD : MERGE_C_OTHER;
     if (f->kind == FRAME_JIT) {
         if (!strncmp(f->name, "py::jit:", 8))
             return MERGE_C_EXECUTOR;
@@ -67,7 +70,7 @@ static enum merge_class classify(const struct merge *m, const struct frame *f)
         return MERGE_C_OTHER;
     if (!strcmp(f->name, "_PyEval_EvalFrameDefault"))
         return MERGE_C_EVAL;
-    if (m->interp[0] && f->file && !strcmp(base(f->file), m->interp))
+    if (m->interp[0] && f->file && !strcmp(path_base(f->file), m->interp))
         return in_eval(m, f->name) ? MERGE_C_EVAL : MERGE_C_INTERNAL;
     return MERGE_C_OTHER;
 }
@@ -125,15 +128,11 @@ static bool keep(const struct merge *m, enum merge_class c)
 
 /* Whether a Python read can be grouped: a frame whose code object could not be read (a frame
  * caught while being set up) may hide an entry flag. */
-static bool py_trusted(const struct merge *m, const struct pystack_frame *py, size_t np)
+static bool py_trusted(struct merge *m, const struct pystack_frame *py, size_t np)
 {
-    for (size_t i = 0; i < np; i++) {
-        const struct frame *f = &m->prof->frames[py[i].frame];
-
-        /* no code object read, or the eval loop's own shim code seen before its owner was set */
-        if (f->kind == FRAME_PYTHON && (!f->file || !strcmp(f->file, "<shim>")))
+    for (size_t i = 0; i < np; i++)
+        if (merge_classify(m, py[i].frame) == MERGE_C_UNREAD)
             return false;
-    }
     return true;
 }
 

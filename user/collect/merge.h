@@ -59,6 +59,8 @@ enum merge_class {
     MERGE_C_TRAMPOLINE, /* py:: JIT frame */
     MERGE_C_EXECUTOR,   /* py::jit:executor (CPython's JIT): an eval-loop frame of its own unless
                            the frame root-ward of it is the eval loop that runs it */
+    MERGE_C_UNREAD,     /* a Python frame whose code object was not read, or a shim's: its read
+                           cannot be grouped (it may hide an entry flag) */
 };
 
 /* interp_path: the interpreter's module path (pyrt path), or NULL. */

@@ -68,31 +68,17 @@ char *escape_utf8_dup(const char *str)
     return d;
 }
 
-void escape_xml(FILE *f, const char *str)
+/* Writes str with each valid UTF-8 sequence as it is, each byte that is not part of one as '?',
+ * and each ASCII character through the format's own `ascii`. */
+static void escape_with(FILE *f, const char *str, void (*ascii)(FILE *f, unsigned char c))
 {
     const unsigned char *s = (const unsigned char *)str;
+
     while (*s) {
         int n = utf8_len(s);
+
         if (n == 1) {
-            switch (*s) {
-            case '&':
-                fputs("&amp;", f);
-                break;
-            case '<':
-                fputs("&lt;", f);
-                break;
-            case '>':
-                fputs("&gt;", f);
-                break;
-            case '"':
-                fputs("&quot;", f);
-                break;
-            case '\'':
-                fputs("&#39;", f);
-                break;
-            default:
-                fputc(*s < 0x20 || *s == 0x7f ? '?' : *s, f);
-            }
+            ascii(f, *s);
         } else if (n > 1) {
             fwrite(s, 1, (size_t)n, f);
         } else {
@@ -103,24 +89,34 @@ void escape_xml(FILE *f, const char *str)
     }
 }
 
+static void xml_ascii(FILE *f, unsigned char c)
+{
+    static const char *const entity[128] = {
+        ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;",
+    };
+
+    if (c < 128 && entity[c])
+        fputs(entity[c], f);
+    else
+        fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
+}
+
+static void json_ascii(FILE *f, unsigned char c)
+{
+    if (c == '"' || c == '\\')
+        fprintf(f, "\\%c", c);
+    else if (c < 0x20)
+        fprintf(f, "\\u%04x", c);
+    else
+        fputc(c, f);
+}
+
+void escape_xml(FILE *f, const char *str)
+{
+    escape_with(f, str, xml_ascii);
+}
+
 void escape_json(FILE *f, const char *str)
 {
-    const unsigned char *s = (const unsigned char *)str;
-    while (*s) {
-        int n = utf8_len(s);
-        if (n == 1) {
-            if (*s == '"' || *s == '\\')
-                fprintf(f, "\\%c", *s);
-            else if (*s < 0x20)
-                fprintf(f, "\\u%04x", *s);
-            else
-                fputc(*s, f);
-        } else if (n > 1) {
-            fwrite(s, 1, (size_t)n, f);
-        } else {
-            fputc('?', f);
-            n = 1;
-        }
-        s += n;
-    }
+    escape_with(f, str, json_ascii);
 }

@@ -27,8 +27,7 @@
 
 /* -- Writer ------------------------------------------------------------------------------------- */
 
-/* A label with the characters that would break the line format replaced. */
-static void put_label(FILE *f, const char *s, bool first)
+void folded_put_label(FILE *f, const char *s, bool first)
 {
     if (!*s) {
         fputc('?', f); /* an empty frame would vanish when read back */
@@ -81,7 +80,7 @@ static int write_node(const struct profile *v, uint32_t node, FILE *f, uint32_t 
                 const char *l = full_label(v, v->nodes[path[i]].frame, buf);
                 if (!l)
                     return -ENOMEM;
-                put_label(f, l, i == 0);
+                folded_put_label(f, l, i == 0);
             }
             fprintf(f, " %llu\n", (unsigned long long)v->nodes[node].self);
         }

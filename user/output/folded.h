@@ -5,6 +5,7 @@
 #ifndef PYEBPF_FOLDED_H
 #define PYEBPF_FOLDED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +13,9 @@
 #include "profile/view.h"
 
 int folded_write(const struct profile *p, FILE *f);
+/* Writes one frame's label with what would break the line format replaced: ';' by ':', line
+ * breaks by spaces, an empty label by '?', and a leading '#' (a comment) by '?' when `first`. */
+void folded_put_label(FILE *f, const char *s, bool first);
 
 struct folded_stats {
     uint64_t lines;     /* stacks accepted */

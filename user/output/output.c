@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "output/diff.h"
 #include "output/folded.h"
 #include "output/output.h"
 #include "output/pprof.h"
@@ -109,16 +110,20 @@ int output_tmpfile(const char *path, char *tmp, size_t size)
 static int write_stream(const struct profile *p, enum output_format fmt, FILE *f,
                         const struct output_opts *opts)
 {
+    const struct profile *before = opts ? opts->before : NULL;
     switch (fmt) {
     case OUTPUT_FOLDED:
-        return folded_write(p, f);
+        return before ? diff_write_folded(before, p, f) : folded_write(p, f);
     case OUTPUT_SVG:
-        return svg_write(
-            p, f, &(struct svg_opts){.title = opts ? opts->title : NULL, .icicle = opts && opts->icicle});
+        return svg_write(p, f,
+                         &(struct svg_opts){.title = opts ? opts->title : NULL,
+                                            .icicle = opts && opts->icicle,
+                                            .before = before,
+                                            .normalize = opts && opts->normalize});
     case OUTPUT_SPEEDSCOPE:
-        return speedscope_write(p, f);
+        return before ? -EINVAL : speedscope_write(p, f);
     case OUTPUT_PPROF:
-        return pprof_write(p, f);
+        return before ? -EINVAL : pprof_write(p, f);
     }
     return -EINVAL;
 }

@@ -32,6 +32,11 @@ enum output_format {
 struct output_opts {
     const char *title; /* SVG title; NULL: "pyebpf: <command>" or "Flame graph" */
     bool icicle;       /* SVG: roots at the top, stacks grow downwards */
+    /* A diff against `before` (diff.h): folded writes "stack before after" lines, svg a
+     * differential flame graph (`normalize`: shares compared, else counts); other formats
+     * refuse it (-EINVAL). */
+    const struct profile *before;
+    bool normalize;
 };
 
 /* "folded", "svg", "speedscope" (or "json"), "pprof" (or "pb"). Returns 0 or -EINVAL. */

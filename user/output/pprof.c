@@ -2,7 +2,8 @@
  * pprof — profile.proto (github.com/google/pprof/blob/main/proto/profile.proto), gzipped, written
  * by a small protobuf encoder. The subset we write:
  *
- *   Profile   1 sample_type: ValueType*   ("samples","count"), ("cpu","nanoseconds")
+ *   Profile   1 sample_type: ValueType*   ("samples","count"), ("cpu","nanoseconds"); a wall or
+ *                                         off-CPU profile: ("wall"|"offcpu","nanoseconds") alone
  *             2 sample: Sample*           one per distinct stack and thread
  *             3 mapping: Mapping          one, "pyebpf", has_functions/filenames/line_numbers
  *             4 location: Location*       one per frame (id = frame index + 1, mapping 1)
@@ -11,7 +12,8 @@
  *            10 duration_nanos  11 period_type: ValueType  12 period  13 comment: the command
  *   ValueType 1 type  2 unit              (string table indices)
  *   Sample    1 location_id: packed uint64, leaf first   2 value: packed int64   3 label: Label*
- *   Label     1 key  2 str                ("thread", "thread 812 (python3)")
+ *   Label     1 key  2 str                ("thread", "thread 812 (python3)"), ("thread_name",
+ *                                         "python3": the NAME in the parentheses)
  *   Mapping   1 id  5 filename  7 has_functions  8 has_filenames  9 has_line_numbers
  *   Location  1 id  2 mapping_id  4 line: Line*     Line 1 function_id  2 line
  *   Function  1 id  2 name  3 system_name  4 filename
@@ -20,6 +22,7 @@
  * a varint length and that many bytes (type 2: strings, nested messages, packed arrays).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -239,6 +242,15 @@ static uint32_t sidx(struct pp_ctx *c, const char *s)
     return i;
 }
 
+/* The index of the first n bytes of s. */
+static uint32_t sidxn(struct pp_ctx *c, const char *s, size_t n)
+{
+    char buf[256];
+
+    snprintf(buf, sizeof(buf), "%.*s", (int)(n < sizeof(buf) ? n : sizeof(buf) - 1), s);
+    return sidx(c, buf);
+}
+
 static void put_value_type(struct pp_ctx *c, unsigned field, const char *type, const char *unit)
 {
     pb_uint(&c->sub, 1, sidx(c, type));
@@ -252,7 +264,7 @@ static int put_samples(struct pp_ctx *c, uint64_t period)
     uint32_t *path = malloc(VIEW_MAX_DEPTH * sizeof(*path));
     if (!path)
         return -ENOMEM;
-    uint32_t thread_key = sidx(c, "thread");
+    uint32_t thread_key = sidx(c, "thread"), name_key = sidx(c, "thread_name");
     for (uint32_t n = 1; n < p->nnodes; n++) {
         uint64_t self = p->nodes[n].self;
         if (!self)
@@ -268,13 +280,21 @@ static int put_samples(struct pp_ctx *c, uint64_t period)
             pb_varint(&c->sub2, (uint64_t)fi + 1);
         }
         pb_msg(&c->sub, 1, &c->sub2);
-        pb_varint(&c->sub2, self);
+        if (!p->meta.weight)
+            pb_varint(&c->sub2, self);
         pb_varint(&c->sub2, self * period);
         pb_msg(&c->sub, 2, &c->sub2);
         if (thread && thread[0]) {
+            const char *open = strchr(thread, '('), *close = strrchr(thread, ')');
+
             pb_uint(&c->sub2, 1, thread_key);
             pb_uint(&c->sub2, 2, sidx(c, thread));
             pb_msg(&c->sub, 3, &c->sub2);
+            if (open && close > open + 1) {
+                pb_uint(&c->sub2, 1, name_key);
+                pb_uint(&c->sub2, 2, sidxn(c, open + 1, (size_t)(close - open - 1)));
+                pb_msg(&c->sub, 3, &c->sub2);
+            }
         }
         pb_msg(&c->out, 2, &c->sub);
     }
@@ -322,8 +342,9 @@ int pprof_write(const struct profile *p, FILE *f)
     if (!label || !c.fn_key || !c.loc_fn || str_index(&c.st, "") != 0)
         goto out;
     uint64_t period = view_period_ns(p);
-    put_value_type(&c, 1, "samples", "count");
-    put_value_type(&c, 1, "cpu", "nanoseconds");
+    if (!p->meta.weight)
+        put_value_type(&c, 1, "samples", "count");
+    put_value_type(&c, 1, p->meta.weight ? p->meta.weight : "cpu", "nanoseconds");
     rc = build_functions(&c, label, 4096);
     if (rc == 0)
         rc = put_samples(&c, period);
@@ -356,7 +377,7 @@ int pprof_write(const struct profile *p, FILE *f)
     }
     if (p->meta.duration_s > 0)
         pb_uint(&c.out, 10, (uint64_t)(p->meta.duration_s * 1e9));
-    put_value_type(&c, 11, "cpu", "nanoseconds");
+    put_value_type(&c, 11, p->meta.weight ? p->meta.weight : "cpu", "nanoseconds");
     pb_uint(&c.out, 12, period);
     if (p->meta.command)
         pb_uint(&c.out, 13, sidx(&c, p->meta.command));

@@ -14,6 +14,7 @@
 #include "output/summary.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,7 +54,14 @@ static int group_frames(struct profile *v, enum summary_group by, uint32_t *grou
     return 0;
 }
 
-int summary_print_by(const struct profile *p, FILE *f, unsigned topn, enum summary_group by)
+/* Whether node `n`'s stack lies under the thread frame `thread` (UINT32_MAX: any thread). */
+static bool in_thread(const struct profile *v, const uint32_t *path, size_t d, uint32_t thread)
+{
+    return thread == UINT32_MAX || (d > 0 && v->nodes[path[0]].frame == thread);
+}
+
+int summary_table(const struct profile *p, const struct summary_query *q, struct summary_row **out,
+                  size_t *nout, uint64_t *samples)
 {
     struct profile v;
     int rc = view_build(p, &v);
@@ -64,14 +72,27 @@ int summary_print_by(const struct profile *p, FILE *f, unsigned topn, enum summa
     uint32_t *stamp = NULL;
     uint32_t *group = malloc((nframes + 1) * sizeof(*group));
     uint32_t *path = malloc(VIEW_MAX_DEPTH * sizeof(*path));
-    char *label = malloc(4096);
-    if (!group || !path || !label) {
+    uint32_t thread = UINT32_MAX;
+    uint64_t all = 0;
+    size_t nrows = 0;
+    struct summary_row *res = NULL;
+    *out = NULL;
+    *nout = 0;
+    if (!group || !path) {
         rc = -ENOMEM;
         goto out;
     }
-    rc = group_frames(&v, by, group);
+    rc = group_frames(&v, q->by, group);
     if (rc)
         goto out;
+    if (q->thread) {
+        /* The view interns the source's thread frames under the same name. */
+        for (uint32_t i = 0; i < v.nframes; i++)
+            if (v.frames[i].kind == FRAME_THREAD && !strcmp(v.frames[i].name, q->thread))
+                thread = i;
+        if (thread == UINT32_MAX)
+            goto out; /* no sample of that thread (yet) */
+    }
     rows = calloc(v.nframes + 1, sizeof(*rows));
     stamp = calloc(v.nframes + 1, sizeof(*stamp));
     if (!rows || !stamp) {
@@ -84,10 +105,25 @@ int summary_print_by(const struct profile *p, FILE *f, unsigned topn, enum summa
         uint64_t self = v.nodes[n].self;
         if (!self)
             continue;
-        rows[group[v.nodes[n].frame]].self += self;
         size_t d = profile_stack(&v, n, path, VIEW_MAX_DEPTH);
-        for (size_t i = 0; i < d; i++) {
+        if (!in_thread(&v, path, d, thread))
+            continue;
+        all += self;
+        /* Without native frames the innermost Python frame owns the sample (a stack with no
+         * Python frame keeps its native leaf). */
+        size_t leaf = d - 1;
+        bool python = false;
+        for (size_t i = 0; i < d && q->python_only; i++)
+            python |= v.frames[v.nodes[path[i]].frame].kind == FRAME_PYTHON;
+        if (python)
+            while (leaf > 0 && v.frames[v.nodes[path[leaf]].frame].kind != FRAME_PYTHON)
+                leaf--;
+        rows[group[v.nodes[path[leaf]].frame]].self += self;
+        for (size_t i = 0; i <= leaf; i++) {
+            const struct frame *fr = &v.frames[v.nodes[path[i]].frame];
             uint32_t g = group[v.nodes[path[i]].frame];
+            if (fr->kind == FRAME_THREAD || (python && fr->kind != FRAME_PYTHON))
+                continue;
             if (stamp[g] == n) /* recursion: once per stack */
                 continue;
             stamp[g] = n;
@@ -95,24 +131,65 @@ int summary_print_by(const struct profile *p, FILE *f, unsigned topn, enum summa
         }
     }
     qsort(rows, v.nframes, sizeof(*rows), by_self);
-    uint64_t all = v.nodes[0].total;
-    fprintf(f, "%llu samples, top %u by self time:\n", (unsigned long long)all, topn);
-    fprintf(f, "  %6s  %6s  %s\n", "self%", "total%", "function");
-    for (uint32_t i = 0; i < v.nframes && i < topn && all; i++) {
-        if (!rows[i].self)
-            break;
-        profile_frame_label(&v, rows[i].frame, label, 4096);
-        fprintf(f, "  %6.2f  %6.2f  %s\n", 100.0 * (double)rows[i].self / (double)all,
-                100.0 * (double)rows[i].total / (double)all, label);
+    while (nrows < v.nframes && (rows[nrows].self || rows[nrows].total))
+        nrows++;
+    res = calloc(nrows ? nrows : 1, sizeof(*res));
+    if (!res) {
+        rc = -ENOMEM;
+        goto out;
     }
+    for (size_t i = 0; i < nrows; i++) {
+        int len = profile_frame_label(&v, rows[i].frame, NULL, 0);
+        res[i].label = malloc((size_t)len + 1);
+        if (!res[i].label) {
+            summary_table_free(res, i);
+            res = NULL;
+            rc = -ENOMEM;
+            goto out;
+        }
+        profile_frame_label(&v, rows[i].frame, res[i].label, (size_t)len + 1);
+        res[i].kind = v.frames[rows[i].frame].kind;
+        res[i].self = rows[i].self;
+        res[i].total = rows[i].total;
+    }
+    *out = res;
+    *nout = nrows;
 out:
+    if (samples)
+        *samples = all;
     free(rows);
     free(stamp);
     free(group);
     free(path);
-    free(label);
     profile_free(&v);
     return rc;
+}
+
+void summary_table_free(struct summary_row *rows, size_t n)
+{
+    for (size_t i = 0; rows && i < n; i++)
+        free(rows[i].label);
+    free(rows);
+}
+
+int summary_print_by(const struct profile *p, FILE *f, unsigned topn, enum summary_group by)
+{
+    struct summary_row *rows;
+    size_t n;
+    uint64_t all;
+    int rc = summary_table(p, &(struct summary_query){.by = by}, &rows, &n, &all);
+    if (rc)
+        return rc;
+    fprintf(f, "%llu samples, top %u by self time:\n", (unsigned long long)all, topn);
+    fprintf(f, "  %6s  %6s  %s\n", "self%", "total%", "function");
+    for (size_t i = 0; i < n && i < topn && all; i++) {
+        if (!rows[i].self)
+            break;
+        fprintf(f, "  %6.2f  %6.2f  %s\n", 100.0 * (double)rows[i].self / (double)all,
+                100.0 * (double)rows[i].total / (double)all, rows[i].label);
+    }
+    summary_table_free(rows, n);
+    return 0;
 }
 
 int summary_print(const struct profile *p, FILE *f, unsigned topn)

@@ -2,8 +2,13 @@
  * svg_js — the script embedded in every SVG flame graph (svg.c). Plain ES5 so any browser runs it;
  * it reads the layout from the data-* attributes svg.c writes and never loads anything.
  *
- *   hover   details line: "Function: LABEL — N samples (P%)"
+ *   hover   details line: "Function: LABEL — " and the tooltip's second line, which svg.c wrote:
+ *           "N samples (P%)" (N µs: a wall or off-CPU profile), or in a differential graph both
+ *           shares and the delta
  *   click   zoom: the frame spans the width, its ancestors stay (faded), the rest is hidden
+ *   layout  a view shows the frames down to the deepest one holding DEEP_PCT % of the view's
+ *           samples (the same rule svg.c drew the whole graph with); the graph is resized to
+ *           those rows, and a graph still taller than the window opens scrolled to its root
  *   search  regex (or plain text when not a valid regex) over labels; matches turn magenta and
  *           "Matched: P%" counts the samples under them once (nested matches are not re-counted)
  *   reset   "Reset zoom" (or Escape) restores the full graph; an empty search clears it
@@ -13,8 +18,11 @@ const char svg_script[] =
     "(function () {\n"
     "  'use strict';\n"
     "  var svg = document.getElementById('flamegraph');\n"
-    "  var W = 1200, XPAD = 10, CHARW = 7.3;\n"
+    "  var W = 1200, XPAD = 10, CHARW = 7.3, TOP = 70, BOTTOM = 50, FH = 16;\n"
     "  var TOTAL = +svg.getAttribute('data-total');\n"
+    "  var DEEP = +svg.getAttribute('data-deep-pct') / 100;\n"
+    "  var ICICLE = svg.getAttribute('data-icicle') === '1';\n"
+    "  var bg = document.getElementById('bg'), foot = document.getElementById('foot');\n"
     "  var details = document.getElementById('details');\n"
     "  var reset = document.getElementById('reset');\n"
     "  var search = document.getElementById('search');\n"
@@ -25,7 +33,7 @@ const char svg_script[] =
     "    var nl = t.lastIndexOf('\\n');\n"
     "    frames.push({ g: g, rect: g.querySelector('rect'), text: g.querySelector('text'),\n"
     "      x: +g.getAttribute('data-x'), w: +g.getAttribute('data-w'), d: +g.getAttribute('data-d'),\n"
-    "      label: nl >= 0 ? t.substring(0, nl) : t });\n"
+    "      label: nl >= 0 ? t.substring(0, nl) : t, stats: nl >= 0 ? t.substring(nl + 1) : '' });\n"
     "    g.__frame = frames[frames.length - 1];\n"
     "  }\n"
     "  function pct(n, of) { return of ? (100 * n / of).toFixed(2) + '%' : '0%'; }\n"
@@ -40,11 +48,32 @@ const char svg_script[] =
     "    f.text.setAttribute('x', (px + 3).toFixed(2));\n"
     "    f.text.textContent = fit(f, w);\n"
     "  }\n"
+    "  function within(f, z) { return f.x >= z.x && f.x + f.w <= z.x + z.w && f.d >= z.d; }\n"
+    "  function rows(depth) {\n"
+    "    var h = TOP + (depth + 1) * FH + BOTTOM;\n"
+    "    svg.setAttribute('height', h);\n"
+    "    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + h);\n"
+    "    bg.setAttribute('height', h);\n"
+    "    foot.setAttribute('transform', 'translate(0,' + h + ')');\n"
+    "    for (var i = 0; i < frames.length; i++) {\n"
+    "      var f = frames[i], y = TOP + (ICICLE ? f.d : depth - f.d) * FH;\n"
+    "      f.rect.setAttribute('y', y.toFixed(1));\n"
+    "      f.text.setAttribute('y', (y + FH - 4.5).toFixed(1));\n"
+    "    }\n"
+    "    svg.setAttribute('data-depth', depth);\n"
+    "  }\n"
+    "  function rootInView() {\n"
+    "    if (!ICICLE) window.scrollTo(0, document.documentElement.scrollHeight);\n"
+    "  }\n"
     "  function zoom(z) {\n"
-    "    var span = W - 2 * XPAD;\n"
+    "    var span = W - 2 * XPAD, depth = z.d;\n"
     "    for (var i = 0; i < frames.length; i++) {\n"
     "      var f = frames[i];\n"
-    "      var inside = f.x >= z.x && f.x + f.w <= z.x + z.w && f.d >= z.d;\n"
+    "      if (within(f, z) && f.w >= DEEP * z.w && f.d > depth) depth = f.d;\n"
+    "    }\n"
+    "    for (var i = 0; i < frames.length; i++) {\n"
+    "      var f = frames[i];\n"
+    "      var inside = within(f, z) && f.d <= depth;\n"
     "      var anc = f.d < z.d && f.x <= z.x && f.x + f.w >= z.x + z.w;\n"
     "      f.g.classList.remove('anc');\n"
     "      if (inside) {\n"
@@ -60,6 +89,8 @@ const char svg_script[] =
     "        f.g.style.display = 'none';\n"
     "      }\n"
     "    }\n"
+    "    rows(depth);\n"
+    "    rootInView();\n"
     "    var whole = z.d === 0;\n"
     "    reset.setAttribute('visibility', whole ? 'hidden' : 'visible');\n"
     "    if (whole) svg.removeAttribute('data-zoom');\n"
@@ -91,8 +122,7 @@ const char svg_script[] =
     "    var g = e.target.closest && e.target.closest('g.f');\n"
     "    if (!g || !g.__frame) return;\n"
     "    var f = g.__frame;\n"
-    "    details.textContent = 'Function: ' + f.label + ' \\u2014 ' + f.w + ' samples (' + pct(f.w, TOTAL) + "
-    "')';\n"
+    "    details.textContent = 'Function: ' + f.label + ' \\u2014 ' + f.stats;\n"
     "  });\n"
     "  svg.addEventListener('mouseout', function (e) {\n"
     "    if (e.target.closest && e.target.closest('g.f')) details.textContent = ' ';\n"
@@ -102,6 +132,7 @@ const char svg_script[] =
     "    if (g && g.__frame) { var f = g.__frame; zoom({ x: f.x, w: f.w, d: f.d }); }\n"
     "  });\n"
     "  reset.addEventListener('click', unzoom);\n"
+    "  rootInView();\n"
     "  search.addEventListener('input', function () { highlight(search.value); });\n"
     "  document.addEventListener('keydown', function (e) {\n"
     "    if (e.key === 'Escape') { unzoom(); search.value = ''; highlight(''); }\n"

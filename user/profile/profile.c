@@ -254,6 +254,43 @@ int64_t profile_frame(struct profile *p, enum frame_kind kind, const char *name,
     return p->nframes - 1;
 }
 
+/* Puts frame index `idx` (slot value idx + 1) into the frame table. */
+static void frame_tab_put(struct profile *p, uint32_t idx)
+{
+    struct priv *pv = p->priv;
+    uint32_t mask = pv->frame_tab.cap - 1, j = (uint32_t)rehash_frame(p, idx) & mask;
+    while (pv->frame_tab.slots[j])
+        j = (j + 1) & mask;
+    pv->frame_tab.slots[j] = idx + 1;
+}
+
+int profile_frame_rename(struct profile *p, uint32_t frame, const char *name)
+{
+    struct priv *pv = p->priv;
+    const char *n = intern(p, name);
+    if (!n)
+        return -ENOMEM;
+    if (frame >= p->nframes || !pv->frame_tab.cap)
+        return -EINVAL;
+    /* Out of the table under the old key (the run after it is put back: open addressing), in
+     * under the new one. */
+    uint32_t mask = pv->frame_tab.cap - 1, j = (uint32_t)rehash_frame(p, frame) & mask;
+    while (pv->frame_tab.slots[j] != frame + 1) {
+        if (!pv->frame_tab.slots[j])
+            return -EINVAL;
+        j = (j + 1) & mask;
+    }
+    pv->frame_tab.slots[j] = 0;
+    for (uint32_t k = (j + 1) & mask; pv->frame_tab.slots[k]; k = (k + 1) & mask) {
+        uint32_t v = pv->frame_tab.slots[k];
+        pv->frame_tab.slots[k] = 0;
+        frame_tab_put(p, v - 1);
+    }
+    p->frames[frame].name = n;
+    frame_tab_put(p, frame);
+    return 0;
+}
+
 /* The child of `parent` for `frame`, created when missing. */
 static int64_t child(struct profile *p, uint32_t parent, uint32_t frame)
 {
@@ -335,6 +372,14 @@ int64_t profile_add(struct profile *p, const uint32_t *frames, size_t n, uint64_
     p->nodes[node].self += count;
     p->meta.samples += count;
     return node;
+}
+
+void profile_add_count(struct profile *p, uint32_t node, uint64_t count)
+{
+    if (node >= p->nnodes)
+        return;
+    p->nodes[node].self += count;
+    p->meta.samples += count;
 }
 
 void profile_finish(struct profile *p)

@@ -2,7 +2,7 @@
  * profile — the aggregated result of a run: interned frames, stacks as a prefix trie, counts.
  *
  * Memory grows with distinct frames and distinct stacks, never with samples. Every stack starts
- * at a thread frame (kind FRAME_THREAD, name "thread TID (comm)"); writers leave it out unless
+ * at a thread frame (kind FRAME_THREAD, name "thread TID (NAME)"); writers leave it out unless
  * the user asked for threads (profile.show_threads).
  *
  *        root (node 0)
@@ -49,6 +49,8 @@ struct profile_meta {
     uint64_t samples;   /* samples aggregated (sum of counts) */
     unsigned frequency; /* Hz asked for; 0 when unknown (e.g. read back from folded text) */
     uint64_t period_ns; /* nanoseconds of CPU one sample stands for (1e9/frequency) */
+    const char *weight; /* NULL: counts are samples of CPU time; "wall" or "offcpu": counts are
+                           microseconds of that time (period_ns 1000); a static string */
 };
 
 struct profile {
@@ -69,12 +71,18 @@ void profile_free(struct profile *p);
 int profile_set_command(struct profile *p, const char *command);
 
 /* Interns a frame; name and file are copied. Returns the frame index or -ENOMEM. */
+/* Renames frame `frame` (a thread whose name was learnt after its first samples): every stack
+ * that holds it shows the new name. 0, -EINVAL or -ENOMEM. */
+int profile_frame_rename(struct profile *p, uint32_t frame, const char *name);
 int64_t profile_frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
                       uint32_t line);
 
 /* Adds `count` samples of the stack frames[0] (root, usually a thread frame) .. frames[n-1]
  * (leaf). Returns the leaf node index or -ENOMEM. */
 int64_t profile_add(struct profile *p, const uint32_t *frames, size_t n, uint64_t count);
+
+/* Adds `count` more to the stack ending at `node` (an index profile_add returned). */
+void profile_add_count(struct profile *p, uint32_t node, uint64_t count);
 
 /* Computes node totals (children before parents). Call once before writing. */
 void profile_finish(struct profile *p);

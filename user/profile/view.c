@@ -60,6 +60,7 @@ int view_build(const struct profile *src, struct profile *dst)
     dst->meta.duration_s = src->meta.duration_s;
     dst->meta.frequency = src->meta.frequency;
     dst->meta.period_ns = src->meta.period_ns;
+    dst->meta.weight = src->meta.weight;
     rc = profile_set_command(dst, src->meta.command);
     profile_finish(dst);
 out:

@@ -1,4 +1,5 @@
-/* pycode — code object cache and symbolisation (see pycode.h). */
+/* pycode — validation of code objects against the target, and symbolisation (see pycode.h; the
+ * table is pycode_table.c, names fetched in pycode_fetch.c). */
 #include "python/pycode.h"
 
 #include <errno.h>
@@ -6,144 +7,18 @@
 #include <string.h>
 
 #include "python/linetable.h"
+#include "python/pycode_table.h"
 #include "sample.h"
 
-#define NAME_MAX_CHARS 1024       /* longer qualnames and filenames are cut */
-#define LINETABLE_MAX  (1u << 20) /* larger tables are refused as absurd */
-#define CODE_CACHE_MAX (1u << 18) /* entries before the cache starts over */
-#define FIN_CACHE_MAX  (1u << 20)
-#define FETCH_MAX      256 /* new code objects fetched per sample */
-
-enum code_state { CODE_EMPTY = 0, CODE_HEADER, CODE_FILLED };
-
-/* An entry is keyed by (address, ident): ident 0 for frames read remotely (the header is read
- * again in every sample that uses it), the capture's ident for in-kernel frames (filled once from
- * a header that folds to it: the same object for as long as it lives, never re-read). */
-struct code_entry {
-    uint64_t addr;    /* 0: free slot */
-    uint64_t ident;   /* 0, or the identity the entry was filled for */
-    uint64_t checked; /* sample whose header read validated this entry */
-    uint32_t id;      /* key for finished frames; new for every fill */
-    enum code_state state;
-    bool bad;  /* header unreadable or not a code object in this sample */
-    bool gone; /* the header read in this sample folds to another ident: the object captured
-                  was freed and the address reused before it could be named */
-    uint8_t qual[PYCODE_QUAL_SIZE]; /* its qualname's length and hash words when filled */
-    int32_t firstlineno;
-    char *qualname, *filename;
-    struct linetable lt;
-    uint8_t *hdr;
-};
-
-struct fin_entry {
-    uint64_t key; /* id << 32 | (offset + 1); 0: free */
-    uint32_t frame;
-};
-
-struct pycode {
-    const struct pyrt *rt;
-    struct remote *r;
-    struct profile *prof;
-    struct pystack_stats *st;
-    uint64_t sample;
-    uint32_t next_id;
-    struct code_entry *codes;
-    uint32_t ncodes, codes_cap; /* cap: power of two */
-    struct fin_entry *fin;
-    uint32_t nfin, fin_cap;
-    int64_t unknown_frame; /* "<unreadable>" frame, interned once */
-    int64_t freed_frame;   /* PYSTACK_FREED */
-};
-
-static uint64_t hash64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return x;
-}
-
-/* -- Code table ---------------------------------------------------------------------------------- */
-
-static void entry_clear(struct code_entry *e)
-{
-    free(e->qualname);
-    free(e->filename);
-    free(e->hdr);
-    linetable_free(&e->lt);
-    e->qualname = e->filename = NULL;
-    e->hdr = NULL;
-    e->state = CODE_EMPTY;
-}
-
-static uint32_t code_hash(uint64_t addr, uint64_t ident)
-{
-    return (uint32_t)hash64(addr ^ ident * 0x9e3779b97f4a7c15ULL);
-}
-
-static struct code_entry *code_find(const struct pycode *c, uint64_t addr, uint64_t ident)
-{
-    uint32_t mask = c->codes_cap - 1;
-    for (uint32_t i = code_hash(addr, ident) & mask;; i = (i + 1) & mask) {
-        if (c->codes[i].addr == addr && c->codes[i].ident == ident)
-            return &c->codes[i];
-        if (!c->codes[i].addr)
-            return NULL;
-    }
-}
-
-static void codes_reset(struct pycode *c)
-{
-    for (uint32_t i = 0; i < c->codes_cap; i++)
-        if (c->codes[i].addr)
-            entry_clear(&c->codes[i]);
-    memset(c->codes, 0, c->codes_cap * sizeof(*c->codes));
-    c->ncodes = 0;
-}
-
-static int codes_grow(struct pycode *c)
-{
-    uint32_t ncap = c->codes_cap * 2;
-    struct code_entry *n = calloc(ncap, sizeof(*n));
-    if (!n)
-        return -ENOMEM;
-    for (uint32_t i = 0; i < c->codes_cap; i++) {
-        if (!c->codes[i].addr)
-            continue;
-        uint32_t j = code_hash(c->codes[i].addr, c->codes[i].ident) & (ncap - 1);
-        while (n[j].addr)
-            j = (j + 1) & (ncap - 1);
-        n[j] = c->codes[i];
-    }
-    free(c->codes);
-    c->codes = n;
-    c->codes_cap = ncap;
-    return 0;
-}
-
-static struct code_entry *code_get(struct pycode *c, uint64_t addr, uint64_t ident)
-{
-    struct code_entry *e = code_find(c, addr, ident);
-    if (e)
-        return e;
-    if ((c->ncodes + 1) * 2 > c->codes_cap && codes_grow(c) != 0)
-        return NULL;
-    uint32_t mask = c->codes_cap - 1;
-    uint32_t i = code_hash(addr, ident) & mask;
-    while (c->codes[i].addr)
-        i = (i + 1) & mask;
-    c->codes[i] = (struct code_entry){.addr = addr, .ident = ident};
-    c->ncodes++;
-    c->st->code_objects = c->ncodes;
-    return &c->codes[i];
-}
+#define FIN_CACHE_MAX (1u << 20)
+#define FETCH_MAX     256 /* new code objects fetched per sample */
 
 /* -- Finished frames ----------------------------------------------------------------------------- */
 
 static int fin_lookup(struct pycode *c, uint64_t key, uint32_t *frame)
 {
     uint32_t mask = c->fin_cap - 1;
-    for (uint32_t i = (uint32_t)hash64(key) & mask;; i = (i + 1) & mask) {
+    for (uint32_t i = (uint32_t)pycode_hash64(key) & mask;; i = (i + 1) & mask) {
         if (c->fin[i].key == key) {
             *frame = c->fin[i].frame;
             return 0;
@@ -165,7 +40,7 @@ static void fin_insert(struct pycode *c, uint64_t key, uint32_t frame)
             for (uint32_t i = 0; i < c->fin_cap; i++) {
                 if (!c->fin[i].key)
                     continue;
-                uint32_t j = (uint32_t)hash64(c->fin[i].key) & (ncap - 1);
+                uint32_t j = (uint32_t)pycode_hash64(c->fin[i].key) & (ncap - 1);
                 while (n[j].key)
                     j = (j + 1) & (ncap - 1);
                 n[j] = c->fin[i];
@@ -176,7 +51,7 @@ static void fin_insert(struct pycode *c, uint64_t key, uint32_t frame)
         }
     }
     uint32_t mask = c->fin_cap - 1;
-    uint32_t i = (uint32_t)hash64(key) & mask;
+    uint32_t i = (uint32_t)pycode_hash64(key) & mask;
     while (c->fin[i].key)
         i = (i + 1) & mask;
     c->fin[i] = (struct fin_entry){key, frame};
@@ -215,9 +90,10 @@ void pycode_free(struct pycode *c)
     if (!c)
         return;
     if (c->codes)
-        codes_reset(c);
+        pycode_table_reset(c);
     free(c->codes);
     free(c->fin);
+    free(c->ents);
     free(c);
 }
 
@@ -235,29 +111,14 @@ static bool fresh(const struct pycode *c, const struct code_entry *e)
 
 /* -- Validation ---------------------------------------------------------------------------------- */
 
-static uint64_t hdr_u64(const struct pycode *c, const uint8_t *hdr, uint32_t off)
+/* A remote entry not filled yet keeps the qualname words read in the same call as its header
+ * and the frames that ran it: the words its fill must find (fetch). */
+static void note_qual(struct pycode *c, struct code_entry *e, const uint8_t *qual)
 {
-    uint64_t v;
-    memcpy(&v, hdr + (off - c->rt->L.co_hdr_start), 8);
-    return v;
-}
-
-/* The identity of a code object from its header and its qualname's length and hash words (`qs`,
- * read at the str's length): the fold the kernel computes (sample.h). */
-static uint64_t code_ident(const struct pycode *c, const uint8_t *hdr, const uint8_t *qs)
-{
-    const struct pyrt_layout *L = &c->rt->L;
-    uint64_t length, hash;
-    memcpy(&length, qs, 8);
-    memcpy(&hash, qs + 8, 8);
-    return sample_py_ident(hdr + (L->co_id_start - L->co_hdr_start), L->co_id_size, length, hash);
-}
-
-/* The object an in-kernel frame ran was freed before it could be named (pycode.h). */
-static void mark_freed(struct pycode *c, struct code_entry *e)
-{
-    e->gone = true;
-    c->st->code_freed++;
+    if (!qual || e->ident || e->state != CODE_HEADER)
+        return;
+    memcpy(e->pqual, qual, PYCODE_QUAL_SIZE);
+    e->pqual_sample = c->sample;
 }
 
 /* Applies a freshly read header to the entry, with its qualname's length and hash words read in
@@ -273,22 +134,25 @@ static bool apply_header(struct pycode *c, struct code_entry *e, const uint8_t *
     e->bad = e->gone = false;
     if (c->rt->code_type && hdr_u64(c, hdr, L->ob_type) != c->rt->code_type) {
         if (e->ident) { /* what ran is no code object any more */
-            mark_freed(c, e);
+            pycode_table_freed(c, e);
             return false;
         }
         e->bad = true;
         c->st->bad_code++;
         if (e->state != CODE_EMPTY)
             c->st->code_stale++;
-        entry_clear(e);
+        pycode_table_clear(e);
         return false;
     }
-    if (e->state != CODE_EMPTY && memcmp(e->hdr, hdr, L->co_hdr_size) == 0 &&
-        (e->state != CODE_FILLED || e->ident || (qual && memcmp(e->qual, qual, PYCODE_QUAL_SIZE) == 0)))
+    const bool same = e->state != CODE_EMPTY && memcmp(e->hdr, hdr, L->co_hdr_size) == 0;
+    if (same &&
+        (e->state != CODE_FILLED || e->ident || (qual && memcmp(e->qual, qual, PYCODE_QUAL_SIZE) == 0))) {
+        note_qual(c, e, qual);
         return true;
+    }
     if (e->state != CODE_EMPTY)
         c->st->code_stale++;
-    entry_clear(e);
+    pycode_table_clear(e);
     e->hdr = malloc(L->co_hdr_size);
     if (!e->hdr) {
         e->bad = true;
@@ -296,264 +160,161 @@ static bool apply_header(struct pycode *c, struct code_entry *e, const uint8_t *
     }
     memcpy(e->hdr, hdr, L->co_hdr_size);
     e->state = CODE_HEADER;
+    /* The words were read at this header's qualname only when the header is the one they were
+     * asked for (a same-header successor, 3.11). */
+    if (same)
+        note_qual(c, e, qual);
     return true;
 }
 
 void pycode_header(struct pycode *c, uint64_t addr, const uint8_t *hdr, const uint8_t *qual)
 {
-    struct code_entry *e = code_get(c, addr, 0);
+    struct code_entry *e = pycode_table_get(c, addr, 0);
     if (e)
         apply_header(c, e, hdr, qual);
 }
 
 uint64_t pycode_qual_addr(const struct pycode *c, uint64_t addr)
 {
-    const struct code_entry *e = code_find(c, addr, 0);
-    if (!e || e->state != CODE_FILLED)
+    const struct code_entry *e = pycode_table_find(c, addr, 0);
+    if (!e || e->state == CODE_EMPTY || !e->hdr)
         return 0;
     return hdr_u64(c, e->hdr, c->rt->L.co_qualname) + c->rt->L.str_length;
 }
 
 bool pycode_checked(const struct pycode *c, uint64_t addr)
 {
-    const struct code_entry *e = code_find(c, addr, 0);
+    const struct code_entry *e = pycode_table_find(c, addr, 0);
     return e && fresh(c, e);
 }
 
-/* -- Fetching names and line tables ------------------------------------------------------------- */
-
-struct strhdr {
-    uint8_t raw[24]; /* length .. state */
-};
-
-/* Appends the UTF-8 encoding of code point `cp`. */
-static size_t put_utf8(char *o, uint32_t cp)
+bool pycode_named_now(const struct pycode *c, uint64_t addr)
 {
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xc0 | cp >> 6);
-        o[1] = (char)(0x80 | (cp & 63));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xe0 | cp >> 12);
-        o[1] = (char)(0x80 | ((cp >> 6) & 63));
-        o[2] = (char)(0x80 | (cp & 63));
-        return 3;
-    }
-    if (cp > 0x10ffff)
-        cp = 0xfffd;
-    o[0] = (char)(0xf0 | cp >> 18);
-    o[1] = (char)(0x80 | ((cp >> 12) & 63));
-    o[2] = (char)(0x80 | ((cp >> 6) & 63));
-    o[3] = (char)(0x80 | (cp & 63));
-    return 4;
+    const struct code_entry *e = pycode_table_find(c, addr, 0);
+    return e && e->checked == c->sample &&
+           (e->bad || e->state == CODE_FILLED || (e->state == CODE_HEADER && e->pqual_sample == c->sample));
 }
 
-struct strplan {
-    uint64_t addr, len; /* remote data to read */
-    unsigned kind;      /* 1, 2, 4 bytes per character; 0: unusable string */
-    uint64_t chars;
-};
-
-/* Where a str's characters are, from its header (length, state). */
-static struct strplan plan_str(const struct pycode *c, uint64_t obj, const uint8_t *h)
+/* Reads the headers of entries not validated in this sample, and for a remote entry with a header
+ * its qualname's words, in one call. */
+static void read_headers(struct pycode *c, struct code_entry **need, size_t nneed)
 {
     const struct pyrt_layout *L = &c->rt->L;
-    struct strplan p = {0};
-    int64_t length;
-    uint32_t state;
+    struct remote_seg segs[2 * FETCH_MAX];
 
-    memcpy(&length, h, 8);
-    memcpy(&state, h + (L->str_state - L->str_length), 4);
-    unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
-    if (!compact || length < 0 || (kind != 1 && kind != 2 && kind != 4))
-        return p;
-    p.kind = kind;
-    p.chars = (uint64_t)length < NAME_MAX_CHARS ? (uint64_t)length : NAME_MAX_CHARS;
-    p.addr = obj + (ascii ? L->str_ascii_data : L->str_compact_data);
-    p.len = p.chars * kind;
-    return p;
+    if (!nneed)
+        return;
+    uint8_t *hdrs = malloc(nneed * (L->co_hdr_size + PYCODE_QUAL_SIZE));
+    if (!hdrs)
+        return;
+    uint8_t(*quals)[PYCODE_QUAL_SIZE] = (void *)(hdrs + nneed * L->co_hdr_size);
+    for (size_t i = 0; i < nneed; i++) {
+        uint64_t q = need[i]->ident ? 0 : pycode_qual_addr(c, need[i]->addr);
+        segs[2 * i] = REMOTE_SEG(need[i]->addr + L->co_hdr_start, hdrs + i * L->co_hdr_size, L->co_hdr_size);
+        segs[2 * i + 1] = REMOTE_SEG(q, quals[i], q ? PYCODE_QUAL_SIZE : 0);
+    }
+    int rc = remote_readv(c->r, segs, 2 * nneed, true);
+    for (size_t i = 0; i < nneed; i++) {
+        if (rc >= 0 && segs[2 * i].ok) {
+            apply_header(c, need[i], hdrs + i * L->co_hdr_size,
+                         segs[2 * i + 1].ok && segs[2 * i + 1].len ? quals[i] : NULL);
+        } else if (need[i]->ident) { /* read at the sample instant, unmapped since */
+            pycode_table_freed(c, need[i]);
+        } else {
+            need[i]->bad = true;
+            c->st->bad_code++;
+        }
+    }
+    free(hdrs);
 }
 
-static char *decode_str(const struct strplan *p, const uint8_t *data)
+static bool shim(const struct pycode *c, const struct pystack_raw *r)
 {
-    char *s = malloc(p->chars * 4 + 1), *o = s;
-    if (!s)
-        return NULL;
-    for (uint64_t i = 0; i < p->chars; i++) {
-        uint32_t cp;
-        if (p->kind == 1)
-            cp = data[i];
-        else if (p->kind == 2) {
-            uint16_t v;
-            memcpy(&v, data + 2 * i, 2);
-            cp = v;
-        } else
-            memcpy(&cp, data + 4 * i, 4);
-        /* No real name or path holds a NUL, and a compact str ends with one: a NUL inside
-         * the length means the length is forged or the object is not a str. */
-        if (!cp) {
-            free(s);
-            return NULL;
-        }
-        o += put_utf8(o, cp);
-    }
-    *o = 0;
-    return s;
+    return c->rt->L.minor >= 12 && r->owner >= PYRT_OWNED_BY_CSTACK;
 }
 
-/* Fills entries in CODE_HEADER state: str/bytes headers in one call, their contents in a second. */
-static void fetch(struct pycode *c, struct code_entry **todo, size_t n)
+/* c->ents[i]: the entry of frame i, inserted when new (NULL: a shim, or no memory). Inserting
+ * may move the table, so all are inserted first and looked up after; consecutive frames of one
+ * code object (recursion) are looked up once: one probe of the table per distinct code object
+ * and sample, not five per frame. */
+static int entries_of(struct pycode *c, const struct pystack_raw *raw, size_t n)
 {
-    const struct pyrt_layout *L = &c->rt->L;
-    const uint32_t strhdr = L->str_state + 4 - L->str_length;
-    struct remote_seg *segs = calloc(n * 3, sizeof(*segs));
-    uint8_t(*hb)[24] = calloc(n * 3, sizeof(*hb));
-    struct strplan *plans = calloc(n * 3, sizeof(*plans));
-    uint8_t **bufs = calloc(n * 3, sizeof(*bufs));
-
-    if (!segs || !hb || !plans || !bufs)
-        goto out;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t q = hdr_u64(c, todo[i]->hdr, L->co_qualname);
-        uint64_t f = hdr_u64(c, todo[i]->hdr, L->co_filename);
-        uint64_t t = hdr_u64(c, todo[i]->hdr, L->co_linetable);
-        segs[3 * i] = REMOTE_SEG(q + L->str_length, hb[3 * i], strhdr);
-        segs[3 * i + 1] = REMOTE_SEG(f + L->str_length, hb[3 * i + 1], strhdr);
-        segs[3 * i + 2] = REMOTE_SEG(t + L->var_ob_size, hb[3 * i + 2], 8);
+    if (n > c->ents_cap) {
+        struct code_entry **e = realloc(c->ents, n * sizeof(*e));
+        if (!e)
+            return -ENOMEM;
+        c->ents = e;
+        c->ents_cap = n;
     }
-    if (remote_readv(c->r, segs, n * 3, true) < 0)
-        goto out;
-    /* An entry filled for a capture's ident: only from the object that had it. Another object at
-     * the address now (its header or its qualname differs), or none: the frame's code was freed. */
+    if (c->ncodes + n >= CODE_CACHE_MAX)
+        pycode_table_reset(c);
+    const struct pystack_raw *prev = NULL;
     for (size_t i = 0; i < n; i++) {
-        struct code_entry *e = todo[i];
-        if (e->ident && (!segs[3 * i].ok || code_ident(c, e->hdr, hb[3 * i]) != e->ident)) {
-            mark_freed(c, e);
-            segs[3 * i].ok = segs[3 * i + 1].ok = segs[3 * i + 2].ok = false;
+        if (shim(c, &raw[i]) || (prev && raw[i].code == prev->code && raw[i].ident == prev->ident))
+            continue;
+        pycode_table_get(c, raw[i].code, raw[i].ident);
+        prev = &raw[i];
+    }
+    prev = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (shim(c, &raw[i])) {
+            c->ents[i] = NULL;
+        } else if (prev && raw[i].code == prev->code && raw[i].ident == prev->ident) {
+            c->ents[i] = c->ents[prev - raw];
+        } else {
+            c->ents[i] = pycode_table_find(c, raw[i].code, raw[i].ident);
+            prev = &raw[i];
         }
     }
-    for (size_t i = 0; i < n; i++) {
-        for (int k = 0; k < 2; k++) {
-            size_t j = 3 * i + k;
-            if (segs[j].ok)
-                plans[j] = plan_str(c, segs[j].addr - L->str_length, hb[j]);
-        }
-        size_t j = 3 * i + 2;
-        int64_t size;
-        memcpy(&size, hb[j], 8);
-        if (segs[j].ok && size >= 0 && size <= LINETABLE_MAX) {
-            plans[j].kind = 1;
-            plans[j].addr = segs[j].addr - L->var_ob_size + L->bytes_ob_sval;
-            plans[j].len = plans[j].chars = (uint64_t)size;
-        }
-    }
-    for (size_t j = 0; j < n * 3; j++) {
-        bufs[j] = plans[j].kind ? malloc(plans[j].len + 1) : NULL;
-        segs[j] = REMOTE_SEG(plans[j].addr, bufs[j], bufs[j] ? plans[j].len : 0);
-    }
-    if (remote_readv(c->r, segs, n * 3, true) < 0)
-        goto out;
-    for (size_t i = 0; i < n; i++) {
-        struct code_entry *e = todo[i];
-        uint32_t fl;
-        if (e->gone)
-            continue; /* stays a header: read again if the ident comes back */
-        memcpy(&fl, e->hdr + (L->co_firstlineno - L->co_hdr_start), 4);
-        e->firstlineno = (int32_t)fl;
-        e->qualname = bufs[3 * i] && segs[3 * i].ok ? decode_str(&plans[3 * i], bufs[3 * i]) : NULL;
-        e->filename =
-            bufs[3 * i + 1] && segs[3 * i + 1].ok ? decode_str(&plans[3 * i + 1], bufs[3 * i + 1]) : NULL;
-        e->lt = (struct linetable){.firstlineno = e->firstlineno};
-        if (bufs[3 * i + 2] && segs[3 * i + 2].ok &&
-            linetable_decode(&e->lt, bufs[3 * i + 2], plans[3 * i + 2].len, e->firstlineno) != 0)
-            c->st->errors++;
-        /* The header was read as a code object, its strings were refused (absurd or freed): the
-         * frame is named PYSTACK_REFUSED, with that as its file too when the file is refused, so
-         * it never passes for "no code object read" (bare <unreadable>, whose chain the merge
-         * and the in-kernel path distrust) and its refusal shows in every mode. */
-        if (!e->qualname || !e->filename) {
-            c->st->errors++;
-            if (!e->qualname)
-                e->qualname = strdup(PYSTACK_REFUSED);
-            if (!e->filename)
-                e->filename = strdup(PYSTACK_REFUSED);
-        }
-        memcpy(e->qual, hb[3 * i], PYCODE_QUAL_SIZE);
-        e->id = c->next_id++;
-        e->state = CODE_FILLED;
-    }
-out:
-    if (bufs)
-        for (size_t j = 0; j < n * 3; j++)
-            free(bufs[j]);
-    free(bufs);
-    free(plans);
-    free(hb);
-    free(segs);
+    return 0;
 }
 
-/* Makes every code object of the sample usable: one header read for those not validated yet,
- * then one fetch for the new ones. */
-static void resolve(struct pycode *c, const struct pystack_raw *raw, size_t n)
+/* The entries of the sample (c->ents) not validated in it, at most FETCH_MAX. */
+static size_t unchecked(struct pycode *c, size_t n, struct code_entry **need)
 {
-    const struct pyrt_layout *L = &c->rt->L;
-    struct code_entry *need[FETCH_MAX];
     size_t nneed = 0;
 
-    /* Insert first, collect pointers after: inserting may move the table. */
-    if (c->ncodes + n >= CODE_CACHE_MAX)
-        codes_reset(c);
-    for (size_t i = 0; i < n; i++)
-        if (!(L->minor >= 12 && raw[i].owner >= PYRT_OWNED_BY_CSTACK))
-            code_get(c, raw[i].code, raw[i].ident);
     for (size_t i = 0; i < n && nneed < FETCH_MAX; i++) {
-        if (L->minor >= 12 && raw[i].owner >= PYRT_OWNED_BY_CSTACK)
-            continue;
-        struct code_entry *e = code_find(c, raw[i].code, raw[i].ident);
+        struct code_entry *e = c->ents[i];
         if (!e || fresh(c, e))
             continue;
         e->checked = c->sample; /* also dedupes this list */
         need[nneed++] = e;
     }
-    if (nneed) {
-        /* Each header, and for a filled entry its qualname's words, in one call. */
-        struct remote_seg segs[2 * FETCH_MAX];
-        uint8_t *hdrs = malloc(nneed * (L->co_hdr_size + PYCODE_QUAL_SIZE));
-        if (!hdrs)
-            return;
-        uint8_t(*quals)[PYCODE_QUAL_SIZE] = (void *)(hdrs + nneed * L->co_hdr_size);
-        for (size_t i = 0; i < nneed; i++) {
-            uint64_t q = need[i]->ident ? 0 : pycode_qual_addr(c, need[i]->addr);
-            segs[2 * i] =
-                REMOTE_SEG(need[i]->addr + L->co_hdr_start, hdrs + i * L->co_hdr_size, L->co_hdr_size);
-            segs[2 * i + 1] = REMOTE_SEG(q, quals[i], q ? PYCODE_QUAL_SIZE : 0);
-        }
-        int rc = remote_readv(c->r, segs, 2 * nneed, true);
-        for (size_t i = 0; i < nneed; i++) {
-            if (rc >= 0 && segs[2 * i].ok) {
-                apply_header(c, need[i], hdrs + i * L->co_hdr_size,
-                             segs[2 * i + 1].ok && segs[2 * i + 1].len ? quals[i] : NULL);
-            } else if (need[i]->ident) { /* read at the sample instant, unmapped since */
-                mark_freed(c, need[i]);
-            } else {
-                need[i]->bad = true;
-                c->st->bad_code++;
-            }
-        }
-        free(hdrs);
-    }
+    return nneed;
+}
+
+size_t pycode_prefetch(struct pycode *c, const struct pystack_raw *raw, size_t n)
+{
+    struct code_entry *need[FETCH_MAX];
+    if (entries_of(c, raw, n) != 0)
+        return 0;
+    size_t nneed = unchecked(c, n, need);
+    read_headers(c, need, nneed);
+    return nneed;
+}
+
+/* Makes every code object of the sample (c->ents) usable: one header read for those not
+ * validated yet, then one fetch for the new ones. */
+static void resolve(struct pycode *c, size_t n, unsigned how)
+{
+    struct code_entry *need[FETCH_MAX];
+    size_t nneed = unchecked(c, n, need);
+
+    read_headers(c, need, nneed);
     /* Entries whose header is known good but have no names yet. */
     struct code_entry *todo[FETCH_MAX];
     size_t ntodo = 0;
     for (size_t i = 0; i < n && ntodo < FETCH_MAX; i++) {
-        struct code_entry *e = code_find(c, raw[i].code, raw[i].ident);
-        if (!e || e->bad || e->gone || e->state != CODE_HEADER || !fresh(c, e))
+        struct code_entry *e = c->ents[i];
+        if (!e || e->bad || e->gone || e->state != CODE_HEADER || !fresh(c, e) || (i && e == c->ents[i - 1]))
             continue;
+        /* A remote header read after the frames, in a call of its own, may be a successor's:
+         * named in a later sample, from a batch that reads it with the frames. */
+        if (!e->ident && e->pqual_sample != c->sample && !(how & PYCODE_LATE_FILLS)) {
+            c->st->code_unverified++;
+            continue;
+        }
         bool dup = false;
         for (size_t k = 0; k < ntodo && !dup; k++)
             dup = todo[k] == e;
@@ -561,14 +322,41 @@ static void resolve(struct pycode *c, const struct pystack_raw *raw, size_t n)
             todo[ntodo++] = e;
     }
     if (ntodo)
-        fetch(c, todo, ntodo);
+        pycode_fetch(c, todo, ntodo);
 }
 
-static uint32_t frame_of(struct pycode *c, const struct pystack_raw *raw)
+#define TLBC_MAX 256 /* per-thread bytecode copies searched (one per thread that ran the code) */
+
+/* Where the bytecode that `instr` points into starts: co_code_adaptive, or in a free-threaded
+ * build the thread's own copy of it, found in co_tlbc's entries as the one that holds `instr`
+ * (no frame field needed, so a frame captured in the kernel is placed the same way). The copies
+ * live as long as the code object. co_code_adaptive when none holds it (line: firstlineno). */
+static uint64_t bytecode_start(struct pycode *c, struct code_entry *e, uint64_t code, uint64_t instr)
 {
     const struct pyrt_layout *L = &c->rt->L;
-    struct code_entry *e = code_find(c, raw->code, raw->ident);
+    const uint64_t start = code + L->co_code_adaptive;
+    if (!L->co_tlbc)
+        return start;
+    const uint64_t len = 2 * hdr_u64(c, e->hdr, L->var_ob_size); /* ob_size: code units */
+    if (instr >= start && instr - start <= len)
+        return start;
+    /* A thread's frames keep running in its copy: three reads per frame and sample otherwise. */
+    if (e->tlbc && instr >= e->tlbc && instr - e->tlbc <= len)
+        return e->tlbc;
+    uint64_t arr = 0, n = 0, ent[TLBC_MAX];
+    if (remote_read(c->r, code + L->co_tlbc, &arr, 8) || !arr || remote_read(c->r, arr, &n, 8) || !n)
+        return start;
+    n = n < TLBC_MAX ? n : TLBC_MAX;
+    if (remote_read(c->r, arr + 8, ent, 8 * n))
+        return start;
+    for (uint64_t i = 0; i < n; i++)
+        if (ent[i] && instr >= ent[i] && instr - ent[i] <= len)
+            return e->tlbc = ent[i];
+    return start;
+}
 
+static uint32_t frame_of(struct pycode *c, struct code_entry *e, const struct pystack_raw *raw)
+{
     if (e && e->gone && e->checked == c->sample)
         return (uint32_t)c->freed_frame;
     if (!e || e->bad || e->state != CODE_FILLED || !fresh(c, e)) {
@@ -577,7 +365,7 @@ static uint32_t frame_of(struct pycode *c, const struct pystack_raw *raw)
     }
     /* Offset in code units of the instruction running (3.11/3.12: prev_instr, which starts one
      * unit before the code; 3.13: instr_ptr). */
-    const uint64_t start = raw->code + L->co_code_adaptive;
+    const uint64_t start = bytecode_start(c, e, raw->code, raw->instr);
     int64_t off = -1; /* before the first instruction, or absurd: co_firstlineno */
     if (raw->instr >= start && (raw->instr - start) / 2 < UINT32_MAX - 2)
         off = (int64_t)((raw->instr - start) / 2);
@@ -597,33 +385,34 @@ static uint32_t frame_of(struct pycode *c, const struct pystack_raw *raw)
 }
 
 int pycode_symbolize(struct pycode *c, const struct pystack_raw *raw, size_t n, struct pystack_frame *out,
-                     size_t max, bool complete)
+                     size_t max, unsigned how)
 {
     const struct pyrt_layout *L = &c->rt->L;
     size_t k = 0;
 
+    if (entries_of(c, raw, n) != 0)
+        return -ENOMEM;
     /* Counts hits/misses of the code cache once per frame, before resolve changes states. */
     for (size_t i = 0; i < n; i++) {
-        if (L->minor >= 12 && raw[i].owner >= PYRT_OWNED_BY_CSTACK)
+        if (shim(c, &raw[i]))
             continue;
-        const struct code_entry *e = code_find(c, raw[i].code, raw[i].ident);
-        if (!e || e->state != CODE_FILLED)
+        if (!c->ents[i] || c->ents[i]->state != CODE_FILLED)
             c->st->code_misses++;
         else
             c->st->code_hits++;
     }
-    resolve(c, raw, n);
+    resolve(c, n, how);
     for (size_t i = 0; i < n && k < max; i++) {
-        if (L->minor >= 12 && raw[i].owner >= PYRT_OWNED_BY_CSTACK) {
+        if (shim(c, &raw[i])) {
             if (k)
                 out[k - 1].entry = true;
             continue;
         }
-        out[k].frame = frame_of(c, &raw[i]);
+        out[k].frame = frame_of(c, c->ents[i], &raw[i]);
         out[k].entry = L->minor == 11 && raw[i].is_entry;
         k++;
     }
-    if (complete && k)
+    if ((how & PYCODE_COMPLETE) && k)
         out[k - 1].entry = true;
     c->st->frames += k;
     return (int)k;

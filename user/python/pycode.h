@@ -34,21 +34,34 @@ void pycode_free(struct pycode *c);
 /* Starts a sample: header validations of earlier samples no longer count. */
 void pycode_begin(struct pycode *c);
 
-#define PYCODE_QUAL_SIZE 16 /* a qualname's length and hash words, read at the str's length */
-
 /* A header of code object `addr` read in this sample elsewhere (the predicted batch), with the
  * PYCODE_QUAL_SIZE bytes read at pycode_qual_addr in the same call (NULL: not read). */
 void pycode_header(struct pycode *c, uint64_t addr, const uint8_t *hdr, const uint8_t *qual);
 
-/* Where the qualname words of the filled entry for `addr` are to be read; 0: none. */
+/* Where the qualname words of the entry for `addr` are to be read (its header is known); 0: none. */
 uint64_t pycode_qual_addr(const struct pycode *c, uint64_t addr);
 
 /* True when `addr` (a remote read's code object) was validated in this sample. */
 bool pycode_checked(const struct pycode *c, uint64_t addr);
 
-/* Symbolises raw frames leaf first (shims dropped, entry flags set); `complete` says the chain
- * reached its root (the root-most frame then ends an eval-loop call). Returns frames written. */
+/* True when this sample's batch read enough of `addr` to name it as it was then: a filled entry's
+ * header and qualname words, or a new one's header and the qualname words it points at (or found
+ * it is no code object). */
+bool pycode_named_now(const struct pycode *c, uint64_t addr);
+
+/* Reads, in one call, the headers of the code objects of `raw` not validated in this sample (a
+ * chain read before their addresses were known), so that the next batch can read them and their
+ * qualname words with the frames. Returns how many it read. */
+size_t pycode_prefetch(struct pycode *c, const struct pystack_raw *raw, size_t n);
+
+/* How pycode_symbolize names a chain: */
+#define PYCODE_COMPLETE 1u /* it reached its root (the root-most frame ends an eval-loop call) */
+#define PYCODE_LATE_FILLS                                                                                    \
+    2u /* remote entries may be filled from a header read after the frames                                   \
+          (the batch could not hold every code object's) */
+
+/* Symbolises raw frames leaf first (shims dropped, entry flags set). Returns frames written. */
 int pycode_symbolize(struct pycode *c, const struct pystack_raw *raw, size_t n, struct pystack_frame *out,
-                     size_t max, bool complete);
+                     size_t max, unsigned how);
 
 #endif

@@ -4,14 +4,20 @@
 #include "python/pykernel.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/sampler.h"
-
 #define MAX_RAW 1024 /* frames decoded per record (SAMPLE_PY_FRAMES_MAX) */
+
+struct pykernel_stats {
+    uint64_t samples_in_kernel; /* records whose Python frames came from the kernel */
+    uint64_t frames_in_kernel;  /* frames delivered by the kernel (python_frames_in_kernel) */
+    uint64_t fallbacks;         /* records read remotely instead */
+    uint64_t threads_taught;    /* thread states put into the kernel's map */
+    uint64_t stale;             /* records whose thread state no longer named the thread */
+    uint64_t broken;            /* records whose chain the kernel gave up */
+    uint64_t truncated;         /* kernel chains cut at the frame cap */
+};
 
 /* A process whose layout the kernel has, or that cannot have one (refused: never retried). */
 struct pk_proc {
@@ -20,7 +26,7 @@ struct pk_proc {
 };
 
 struct pykernel {
-    struct sampler *s;
+    struct pykernel_teacher teach; /* .layout NULL: nothing is taught */
     struct pk_proc *procs;
     size_t nprocs, cap_procs;
     uint32_t *tids; /* open addressing set of taught tids (0: empty), power-of-two size */
@@ -149,14 +155,15 @@ int pykernel_decode(const struct sample_event *ev, size_t len, struct pystack_ra
 
 /* -- Lifecycle ------------------------------------------------------------------------------ */
 
-int pykernel_open(struct pykernel **out, struct sampler *s)
+int pykernel_open(struct pykernel **out, const struct pykernel_teacher *t)
 {
     struct pykernel *pk = calloc(1, sizeof(*pk));
 
     *out = NULL;
     if (!pk)
         return -ENOMEM;
-    pk->s = s;
+    if (t)
+        pk->teach = *t;
     pk->cap_tids = 64;
     pk->tids = calloc(pk->cap_tids, sizeof(*pk->tids));
     pk->raw = calloc(MAX_RAW, sizeof(*pk->raw));
@@ -178,28 +185,21 @@ void pykernel_close(struct pykernel *pk)
     free(pk);
 }
 
-void pykernel_get_stats(const struct pykernel *pk, struct pykernel_stats *st)
+void pykernel_stats(const struct pykernel *pk, const struct sampler_stats *kc, struct stats out)
 {
-    *st = pk->st;
-}
+    const struct pykernel_stats *st = &pk->st;
 
-void pykernel_print_stats(const struct pykernel *pk, FILE *f)
-{
-    struct sampler_counters c;
-
-    fprintf(f, "python_samples_in_kernel: %" PRIu64 "\n", pk->st.samples_in_kernel);
-    fprintf(f, "python_kernel_fallbacks: %" PRIu64 "\n", pk->st.fallbacks);
-    fprintf(f, "python_threads_in_kernel: %" PRIu64 "\n", pk->st.threads_taught);
-    fprintf(f, "python_kernel_stale: %" PRIu64 "\n", pk->st.stale);
-    fprintf(f, "python_kernel_broken: %" PRIu64 "\n", pk->st.broken);
-    fprintf(f, "python_kernel_truncated: %" PRIu64 "\n", pk->st.truncated);
-    if (pk->s && !sampler_counters(pk->s, &c)) {
-        fprintf(f, "python_kernel_reads: %" PRIu64 "\n", c.py_reads);
-        fprintf(f, "python_kernel_reads_per_sample: %.2f\n",
-                pk->st.samples_in_kernel ? (double)c.py_reads / (double)pk->st.samples_in_kernel : 0.0);
-        fprintf(f, "python_kernel_window_misses: %" PRIu64 "\n", c.py_misses);
-        fprintf(f, "python_kernel_ident_reads_per_sample: %.2f\n",
-                pk->st.samples_in_kernel ? (double)c.py_idents / (double)pk->st.samples_in_kernel : 0.0);
+    STATS_COUNTS(out, {"python_samples_in_kernel", st->samples_in_kernel},
+                 {"python_kernel_fallbacks", st->fallbacks}, {"python_threads_in_kernel", st->threads_taught},
+                 {"python_kernel_stale", st->stale}, {"python_kernel_broken", st->broken},
+                 {"python_kernel_truncated", st->truncated});
+    if (kc) {
+        stats_count(out, "python_kernel_reads", kc->py_reads);
+        stats_ratio(out, "python_kernel_reads_per_sample", (double)kc->py_reads,
+                    (double)st->samples_in_kernel, 2);
+        stats_count(out, "python_kernel_window_misses", kc->py_misses);
+        stats_ratio(out, "python_kernel_ident_reads_per_sample", (double)kc->py_idents,
+                    (double)st->samples_in_kernel, 2);
     }
 }
 
@@ -253,7 +253,20 @@ static bool proc_ready(struct pykernel *pk, struct pystack *ps, pid_t pid)
     p = &pk->procs[pk->nprocs++];
     p->pid = pid;
     p->refused =
-        pykernel_layout(&pystack_runtime(ps)->L, &L) != 0 || sampler_set_py_layout(pk->s, pid, &L) != 0;
+        pykernel_layout(&pystack_runtime(ps)->L, &L) != 0 || pk->teach.layout(pk->teach.arg, pid, &L) != 0;
+    if (!p->refused && pk->teach.gil) {
+        /* --mode gil: where the GIL is; without it every sample of the process stays "unknown"
+         * and is left out. */
+        const struct pyrt *rt = pystack_runtime(ps);
+        struct sample_pygil g = {.runtime = rt->runtime_addr,
+                                 .locked = rt->L.gil_locked,
+                                 .holder = rt->L.gil_holder,
+                                 .ts_interp = (__u16)rt->L.ts_interp,
+                                 .in_runtime = rt->L.gil_in_runtime};
+
+        if (rt->L.gil_holder && rt->L.ts_interp < 0xffff)
+            (void)pk->teach.gil(pk->teach.arg, pid, &g);
+    }
     return !p->refused;
 }
 
@@ -264,12 +277,12 @@ static void teach(struct pykernel *pk, struct pystack *ps, const struct sample_e
     uint64_t tstate;
     size_t j;
 
-    if (!pk->s || !sampler_py_frames(pk->s) || !proc_ready(pk, ps, ev->pid))
+    if (!pk->teach.layout || !proc_ready(pk, ps, ev->pid))
         return;
     j = tid_slot(pk, ev->tid);
     if (pk->tids[j] && !(ev->py_flags & SAMPLE_PY_STALE))
         return;
-    if (pystack_thread_state(ps, ev->tid, &tstate) || sampler_set_py_thread(pk->s, ev->tid, tstate))
+    if (pystack_thread_state(ps, ev->tid, &tstate) || pk->teach.tstate(pk->teach.arg, (pid_t)ev->tid, tstate))
         return;
     pk->st.threads_taught++;
     if (!pk->tids[j]) {

@@ -6,11 +6,13 @@
  *                                                         (code objects only, cached)
  *            record without one (thread unknown to the kernel, stale, broken)
  *                ──▶ pystack_read (batched remote reads), then the thread's state from
- *                    pystack's tables goes into map py_threads[tid], so the next samples of the
+ *                    pystack's tables is taught (map py_threads[tid]), so the next samples of the
  *                    thread come with their chain
  *
- * A thread is taught to the kernel once; the program drops an entry whose thread state no longer
- * names its tid (the thread ended), and the next fallback teaches it again.
+ * pykernel decodes and decides what the kernel should learn; it writes no map itself: each lesson
+ * goes through the teacher it was opened with (the collector hands them to the sampler). A thread
+ * is taught once; the program drops an entry whose thread state no longer names its tid (the
+ * thread ended), and the next fallback teaches it again.
  */
 #ifndef PYEBPF_PYKERNEL_H
 #define PYEBPF_PYKERNEL_H
@@ -20,22 +22,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "capture/sampler.h"
 #include "python/pyrt.h"
 #include "python/pystack.h"
 #include "sample.h"
+#include "util/stats.h"
 
-struct sampler;
 struct pykernel;
-
-struct pykernel_stats {
-    uint64_t samples_in_kernel; /* records whose Python frames came from the kernel */
-    uint64_t frames_in_kernel;  /* frames delivered by the kernel (python_frames_in_kernel) */
-    uint64_t fallbacks;         /* records read remotely instead */
-    uint64_t threads_taught;    /* thread states put into the kernel's map */
-    uint64_t stale;             /* records whose thread state no longer named the thread */
-    uint64_t broken;            /* records whose chain the kernel gave up */
-    uint64_t truncated;         /* kernel chains cut at the frame cap */
-};
 
 /* Converts a runtime layout into the program's; -ENOTSUP when a slice would exceed
  * SAMPLE_PY_SLICE_MAX or an 8-byte field is not 8-byte aligned in its slice. */
@@ -53,8 +46,18 @@ static inline bool pykernel_has_chain(const struct sample_event *ev)
     return (ev->py_flags & SAMPLE_PY_CAPTURED) && !(ev->py_flags & (SAMPLE_PY_STALE | SAMPLE_PY_BROKEN));
 }
 
-/* s may be NULL: then every record falls back to pystack_read. */
-int pykernel_open(struct pykernel **out, struct sampler *s);
+/* Where the lessons go: a process's layout (map py_layouts), then each thread's state (map
+ * py_threads). 0, or a negative errno when it was not taught (a refused layout is not offered
+ * again). */
+struct pykernel_teacher {
+    int (*layout)(void *arg, pid_t pid, const struct sample_pylayout *L);
+    int (*tstate)(void *arg, pid_t tid, uint64_t tstate);
+    int (*gil)(void *arg, pid_t pid, const struct sample_pygil *g); /* --mode gil; NULL otherwise */
+    void *arg;
+};
+
+/* `t` (copied) may be NULL: the kernel reads no Python frames, nothing is taught. */
+int pykernel_open(struct pykernel **out, const struct pykernel_teacher *t);
 void pykernel_close(struct pykernel *pk);
 
 /* The Python frames of record ev (process ev->pid, read through ps), leaf first, like
@@ -65,12 +68,11 @@ void pykernel_close(struct pykernel *pk);
 int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample_event *ev, size_t len,
                     struct pystack_frame *out, size_t max, unsigned *flags, bool *in_kernel);
 
-void pykernel_get_stats(const struct pykernel *pk, struct pykernel_stats *st);
-/* `key: value` lines for --stats (python_frames_in_kernel is printed by the collector):
- * python_samples_in_kernel, python_kernel_fallbacks, python_threads_in_kernel, python_kernel_stale,
- * python_kernel_broken, python_kernel_truncated, and the program's
+/* The rows for --stats (python_frames_in_kernel is the collector's): python_samples_in_kernel,
+ * python_kernel_fallbacks, python_threads_in_kernel, python_kernel_stale, python_kernel_broken,
+ * python_kernel_truncated, and with the program's counters `kc` (may be NULL)
  * python_kernel_reads (user memory reads of the walk), python_kernel_reads_per_sample,
  * python_kernel_window_misses, python_kernel_ident_reads_per_sample (code identity blocks read). */
-void pykernel_print_stats(const struct pykernel *pk, FILE *f);
+void pykernel_stats(const struct pykernel *pk, const struct sampler_stats *kc, struct stats out);
 
 #endif

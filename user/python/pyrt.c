@@ -6,21 +6,28 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "symbols/maps.h"
+#include "util/errmsg.h"
+#include "util/maps.h"
 
 /* -- Built-in tables (x86-64 and aarch64, default builds; read from each release's headers) --- */
 
-/* Offsets within PyTypeObject, stable since Python 3.0. */
-#define TP_NAME      24
-#define TP_BASICSIZE 32
+/* PyTypeObject: a PyVarObject (its ob_size at var_ob_size), then tp_name, tp_basicsize. The
+ * header is 16 bytes in default and debug builds, 32 in free-threaded ones (ob_tid, flags, local
+ * and shared reference counts before ob_type). */
+#define TP_NAME(L)      ((L)->var_ob_size + 8)
+#define TP_BASICSIZE(L) ((L)->var_ob_size + 16)
 
+/* GIL offsets read from each release's DWARF (pyenv 3.11.7, 3.12.1): &_PyRuntime.ceval.gil.locked
+ * and .last_holder (3.11), &interp->_gil.locked and .last_holder (3.12). */
 static const struct pyrt_layout layout_311 = {
+    .gil_locked = 376,
+    .gil_holder = 368,
+    .gil_in_runtime = true,
     .rt_interpreters_head = 40,
     .is_next = 0,
     .is_threads_head = 16,
@@ -53,6 +60,8 @@ static const struct pyrt_layout layout_311 = {
 };
 
 static const struct pyrt_layout layout_312 = {
+    .gil_locked = 1056,
+    .gil_holder = 1048,
     .rt_interpreters_head = 40,
     .is_next = 0,
     .is_threads_head = 72,
@@ -85,16 +94,6 @@ static const struct pyrt_layout layout_312 = {
 };
 
 /* -- Helpers ------------------------------------------------------------------------------------ */
-
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen)
-        vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return rc;
-}
 
 static uint32_t max_u32(uint32_t a, uint32_t b)
 {
@@ -261,25 +260,25 @@ static int check_target(struct pyrt *rt, struct remote *r, char *err, size_t err
     if (rt->code_type) {
         uint64_t basicsize = 0, name_ptr = 0;
         char name[8] = {0};
-        if (remote_read(r, rt->code_type + TP_BASICSIZE, &basicsize, 8) ||
-            remote_read(r, rt->code_type + TP_NAME, &name_ptr, 8) || remote_read(r, name_ptr, name, 5))
-            return fail(err, errlen, -EPROTO, "cannot read PyCode_Type of the target");
+        if (remote_read(r, rt->code_type + TP_BASICSIZE(L), &basicsize, 8) ||
+            remote_read(r, rt->code_type + TP_NAME(L), &name_ptr, 8) || remote_read(r, name_ptr, name, 5))
+            return errmsg(err, errlen, -EPROTO, "cannot read PyCode_Type of the target");
         if (strcmp(name, "code") != 0 || basicsize != L->co_code_adaptive)
-            return fail(err, errlen, -EPROTO,
-                        "Python %s: PyCode_Type says code objects hold %" PRIu64
-                        " bytes before their bytecode, the layout table says %u; refusing "
-                        "(unusual build?)",
-                        rt->version, basicsize, L->co_code_adaptive);
+            return errmsg(err, errlen, -EPROTO,
+                          "Python %s: PyCode_Type says code objects hold %" PRIu64
+                          " bytes before their bytecode, the layout table says %u; refusing "
+                          "(unusual build?)",
+                          rt->version, basicsize, L->co_code_adaptive);
     }
     /* The first thread state must point back at its interpreter. */
     uint64_t interp = 0, ts = 0, back = 0;
     if (pyrt_first_interp(rt, r, &interp) == 0 && interp &&
         remote_read(r, interp + L->is_threads_head, &ts, 8) == 0 && ts) {
         if (remote_read(r, ts + L->ts_interp, &back, 8) != 0 || back != interp)
-            return fail(err, errlen, -EPROTO,
-                        "Python %s: thread state at 0x%" PRIx64 " does not point back to its "
-                        "interpreter 0x%" PRIx64 "; layout mismatch, refusing",
-                        rt->version, ts, interp);
+            return errmsg(err, errlen, -EPROTO,
+                          "Python %s: thread state at 0x%" PRIx64 " does not point back to its "
+                          "interpreter 0x%" PRIx64 "; layout mismatch, refusing",
+                          rt->version, ts, interp);
     }
     return 0;
 }
@@ -298,10 +297,10 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
     if (rc == 0)
         rc = find_runtime(rt, &maps, &f, &e, &fd);
     if (rc) {
-        rc = fail(err, errlen, rc == -ENOENT ? -ENOENT : rc,
-                  rc == -ENOENT ? "process %d: no Python runtime (_PyRuntime) in its mapped files"
-                                : "process %d: cannot read its mappings",
-                  (int)pid);
+        rc = errmsg(err, errlen, rc == -ENOENT ? -ENOENT : rc,
+                    rc == -ENOENT ? "process %d: no Python runtime (_PyRuntime) in its mapped files"
+                                  : "process %d: cannot read its mappings",
+                    (int)pid);
         goto out;
     }
     const char *base = strrchr(rt->path, '/');
@@ -311,23 +310,23 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
     rt->jit_descriptor = to_target(e, &maps, rt->path, f.jitdesc_vaddr);
     uint64_t version_addr = to_target(e, &maps, rt->path, f.version_vaddr);
     if (!rt->runtime_addr) {
-        rc = fail(err, errlen, -ENOENT, "%s: _PyRuntime is not mapped in process %d", rt->path, (int)pid);
+        rc = errmsg(err, errlen, -ENOENT, "%s: _PyRuntime is not mapped in process %d", rt->path, (int)pid);
         goto out;
     }
     uint32_t hex = 0;
     if (!version_addr) {
-        rc = fail(err, errlen, -ENOTSUP,
-                  "%s: no Py_Version symbol: Python 3.10 or older, not supported (3.11+ needed)", rt->path);
+        rc = errmsg(err, errlen, -ENOTSUP,
+                    "%s: no Py_Version symbol: Python 3.10 or older, not supported (3.11+ needed)", rt->path);
         goto out;
     }
     if ((rc = remote_read(r, version_addr, &hex, 4)) != 0) {
-        rc = fail(err, errlen, rc, "process %d: cannot read Py_Version (%s)", (int)pid, strerror(-rc));
+        rc = errmsg(err, errlen, rc, "process %d: cannot read Py_Version (%s)", (int)pid, strerror(-rc));
         goto out;
     }
     unsigned major = hex >> 24, minor = (hex >> 16) & 0xff;
     snprintf(rt->version, sizeof(rt->version), "%u.%u.%u", major, minor, (hex >> 8) & 0xff);
     if (major != 3 || minor < 11) {
-        rc = fail(err, errlen, -ENOTSUP, "Python %s is not supported (3.11 to 3.15 are)", rt->version);
+        rc = errmsg(err, errlen, -ENOTSUP, "Python %s is not supported (3.11 to 3.15 are)", rt->version);
         goto out;
     }
     if (minor == 11) {
@@ -341,12 +340,12 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
         if (!need || need > sizeof(d))
             need = 24; /* cookie, version, flag: enough for the reason of the refusal */
         if ((rc = remote_read(r, rt->runtime_addr, d, need)) != 0) {
-            rc = fail(err, errlen, rc, "process %d: cannot read _Py_DebugOffsets", (int)pid);
+            rc = errmsg(err, errlen, rc, "process %d: cannot read _Py_DebugOffsets", (int)pid);
             goto out;
         }
         char why[200];
         if ((rc = pyrt_debug_offsets(&rt->L, d, need, hex, why, sizeof(why))) != 0) {
-            rc = fail(err, errlen, rc, "Python %s (%s): %s", rt->version, rt->path, why);
+            rc = errmsg(err, errlen, rc, "Python %s (%s): %s", rt->version, rt->path, why);
             goto out;
         }
     }
@@ -370,7 +369,7 @@ int pyrt_layout_from_debug_offsets(struct pyrt_layout *L, const void *buf, size_
     uint64_t v;
 
     if (len < 16)
-        return fail(err, errlen, -EPROTO, "_Py_DebugOffsets: %zu bytes", len);
+        return errmsg(err, errlen, -EPROTO, "_Py_DebugOffsets: %zu bytes", len);
     memcpy(&v, (const uint8_t *)buf + 8, 8);
     memset(L, 0, sizeof(*L));
     int rc = pyrt_debug_offsets(L, buf, len, (uint32_t)v, err, errlen);
@@ -387,4 +386,34 @@ int pyrt_first_interp(const struct pyrt *rt, struct remote *r, uint64_t *interp)
 {
     *interp = 0;
     return remote_read(r, rt->runtime_addr + rt->L.rt_interpreters_head, interp, 8);
+}
+
+int pyrt_gil_holder(const struct pyrt *rt, struct remote *r, uint64_t *interp, uint64_t *holder)
+{
+    const struct pyrt_layout *L = &rt->L;
+    uint64_t base = rt->runtime_addr, last = 0;
+    int32_t locked = 0;
+
+    *holder = 0;
+    if (!L->gil_holder)
+        return -ENOTSUP;
+    if (!L->gil_in_runtime) {
+        int rc = *interp ? 0 : pyrt_first_interp(rt, r, interp);
+
+        if (rc)
+            return rc;
+        if (!*interp)
+            return -ENOENT;
+        base = *interp;
+    }
+    struct remote_seg segs[2] = {REMOTE_SEG(base + L->gil_locked, &locked, sizeof(locked)),
+                                 REMOTE_SEG(base + L->gil_holder, &last, sizeof(last))};
+    int n = remote_readv(r, segs, 2, false);
+
+    if (n < 0)
+        return n;
+    if (n != 2)
+        return -EFAULT;
+    *holder = locked ? last : 0;
+    return 0;
 }

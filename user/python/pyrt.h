@@ -10,7 +10,8 @@
  *                        3.13        _Py_DebugOffsets at the start of _PyRuntime ("xdebugpy",
  *                                    version, free_threaded, then offsets), checked the same way
  *                        3.14, 3.15  the same, each with its own _Py_DebugOffsets layout
- *                                    (pyrt_debug.c); f_executable is a tagged reference
+ *                                    (pyrt_debug.c); f_executable is a tagged reference;
+ *                                    debug and free-threaded builds described the same way
  *                        later       refused: the _Py_DebugOffsets struct grows per release
  *
  * All offsets are bytes from the start of the object. The structures read remotely:
@@ -56,13 +57,28 @@ struct pyrt_layout {
     /* PyCodeObject */
     uint32_t co_firstlineno, co_filename, co_name, co_qualname, co_linetable, co_code_adaptive;
     uint32_t co_hdr_start, co_hdr_size; /* one read covering ob_type and the fields above */
+    /* Free-threaded 3.14+: PyCodeObject.co_tlbc, the _PyCodeArray {size; entries[]} of the
+     * per-thread copies of the bytecode (entries[0] is co_code_adaptive; a thread that runs the
+     * code and is not the first gets a copy specialised for it, and its frames' instruction
+     * pointers point into that copy). 0: no such copies (every other build). */
+    uint32_t co_tlbc;
     /* The identity block inside that header: co_firstlineno (8-aligned down) up to the end of the
      * last name/line-table pointer, at most PYRT_CODE_ID_MAX bytes (the top ones when longer).
      * No field in it changes while the object lives; its words, folded, tell two code objects
      * at one address apart (pycode, the in-kernel reader). */
     uint32_t co_id_start, co_id_size;
+    /* The GIL's locked flag (an int) and last holder (a PyThreadState pointer): offsets from the
+     * thread's interpreter state (3.12+: its own _gil), or from _PyRuntime when gil_in_runtime
+     * (3.11: one GIL in _PyRuntime.ceval). gil_holder 0: unknown. */
+    uint32_t gil_locked, gil_holder;
+    bool gil_in_runtime;
     /* objects */
     uint32_t ob_type, var_ob_size, bytes_ob_sval;
+    /* For local variables (pylocals.h; 3.13+, from _Py_DebugOffsets; 0: unknown):
+     * _PyInterpreterFrame.localsplus, PyCodeObject.co_localsplusnames, PyTypeObject.tp_name,
+     * PyTupleObject ob_item and ob_size, PyFloatObject.ob_fval, PyLongObject lv_tag and ob_digit. */
+    uint32_t f_localsplus, co_localsplusnames, tp_name, tuple_ob_item, tuple_ob_size, float_ob_fval;
+    uint32_t long_lv_tag, long_ob_digit;
     uint32_t str_length, str_state, str_ascii_data, str_compact_data;
 };
 
@@ -91,13 +107,19 @@ int pyrt_layout_from_debug_offsets(struct pyrt_layout *L, const void *buf, size_
                                    size_t errlen);
 
 /* pyrt_debug.c: size of the _Py_DebugOffsets of 3.<minor> (0: layout not known), and the parser:
- * checks cookie, version (against `version_hex` from Py_Version), release level, free-threaded
- * flag and the layout's fingerprint, then fills the offsets of L (not the derived sizes). */
+ * checks cookie, version (against `version_hex` from Py_Version), release level and the layout's
+ * fingerprint (and, in a free-threaded build, where co_tlbc is), then fills the offsets of L (not
+ * the derived sizes). */
 size_t pyrt_debug_offsets_size(unsigned minor);
 int pyrt_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, uint32_t version_hex, char *err,
                        size_t errlen);
 
 /* Address of the first interpreter (the main one); 0 before initialisation. */
 int pyrt_first_interp(const struct pyrt *rt, struct remote *r, uint64_t *interp);
+/* The thread state that holds the GIL now, 0 when the GIL is free: its locked word and last
+ * holder, read in one call (3.11: _PyRuntime's GIL; 3.12+: the first interpreter's own, whose
+ * address is read into *interp when 0 and kept by the caller). -ENOTSUP when the layout has no
+ * GIL offsets (gil_holder 0), or -errno. */
+int pyrt_gil_holder(const struct pyrt *rt, struct remote *r, uint64_t *interp, uint64_t *holder);
 
 #endif

@@ -27,7 +27,9 @@
  *          bytes 3, unicode 4, gc 2    + gen_object 4, llist_node  gc 5 (+frame, generation_stats_size,
  *                                      2, debugger_support 6       generation_stats)
  *
- * (numbers: u64 fields per group). Checked against the .PyRuntime data of Debian's 3.14.10 and
+ * (numbers: u64 fields per group). The free-threaded flag only changes values, not the layout:
+ * its builds describe their own object header (ob_type at 24, not 8) and code_object.co_tlbc,
+ * which is 0 in the other builds. Checked against the .PyRuntime data of Debian's 3.14.10 and
  * 3.15.2 and pyenv's 3.13.0. A pre-release is refused: its layout may differ from the final one
  * (3.15.0b4 inserted a field into thread_state), and a wrong layout would read plausible garbage.
  */
@@ -35,9 +37,10 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "util/errmsg.h"
 
 /* -- The three layouts ------------------------------------------------------------------------- */
 
@@ -143,6 +146,8 @@ enum {
     IS_SIZE,
     IS_NEXT,
     IS_THREADS,
+    IS_GIL_LOCKED,
+    IS_GIL_HOLDER,
     TS_SIZE,
     TS_NEXT,
     TS_INTERP,
@@ -161,6 +166,14 @@ enum {
     CO_LINETABLE,
     CO_FIRSTLINENO,
     CO_ADAPTIVE,
+    FR_LOCALSPLUS,
+    CO_LOCALSPLUSNAMES,
+    TP_NAME,
+    TU_ITEM,
+    TU_SIZE,
+    FL_FVAL,
+    LO_TAG,
+    LO_DIGIT,
     OB_SIZE,
     OB_TYPE,
     BY_SIZE,
@@ -179,6 +192,8 @@ enum {
         [RT_HEAD] = offsetof(S, runtime_state.interpreters_head),                                            \
         [IS_SIZE] = offsetof(S, interpreter_state.size), [IS_NEXT] = offsetof(S, interpreter_state.next),    \
         [IS_THREADS] = offsetof(S, interpreter_state.threads_head),                                          \
+        [IS_GIL_LOCKED] = offsetof(S, interpreter_state.gil_locked),                                         \
+        [IS_GIL_HOLDER] = offsetof(S, interpreter_state.gil_holder),                                         \
         [TS_SIZE] = offsetof(S, thread_state.size), [TS_NEXT] = offsetof(S, thread_state.next),              \
         [TS_INTERP] = offsetof(S, thread_state.interp),                                                      \
         [TS_FRAME] = offsetof(S, thread_state.current_frame),                                                \
@@ -194,6 +209,11 @@ enum {
         [CO_LINETABLE] = offsetof(S, code_object.linetable),                                                 \
         [CO_FIRSTLINENO] = offsetof(S, code_object.firstlineno),                                             \
         [CO_ADAPTIVE] = offsetof(S, code_object.co_code_adaptive), [OB_SIZE] = offsetof(S, pyobject.size),   \
+        [FR_LOCALSPLUS] = offsetof(S, interpreter_frame.localsplus),                                         \
+        [CO_LOCALSPLUSNAMES] = offsetof(S, code_object.localsplusnames),                                     \
+        [TP_NAME] = offsetof(S, type_object.tp_name), [TU_ITEM] = offsetof(S, tuple_object.ob_item),         \
+        [TU_SIZE] = offsetof(S, tuple_object.ob_size), [FL_FVAL] = offsetof(S, float_object.ob_fval),        \
+        [LO_TAG] = offsetof(S, long_object.lv_tag), [LO_DIGIT] = offsetof(S, long_object.ob_digit),          \
         [OB_TYPE] = offsetof(S, pyobject.ob_type), [BY_SIZE] = offsetof(S, bytes_object.size),               \
         [BY_OB_SIZE] = offsetof(S, bytes_object.ob_size), [BY_SVAL] = offsetof(S, bytes_object.ob_sval),     \
         [UN_SIZE] = offsetof(S, unicode_object.size), [UN_STATE] = offsetof(S, unicode_object.state),        \
@@ -269,32 +289,26 @@ struct known {
     uint16_t used[N_USED];
     const struct group *groups;
     size_t ngroups;
-    uint64_t f_code_mask; /* f_executable is a tagged _PyStackRef from 3.14 on (Py_TAG_BITS = 3) */
+    uint16_t co_tlbc;     /* where code_object.co_tlbc is described (0: not in this layout) */
+    uint64_t f_code_mask; /* f_executable is a tagged _PyStackRef from 3.14 on (Py_TAG_BITS = 3;
+                           * free-threaded builds tag 1 bit, which the same mask clears) */
     uint8_t f_owner_max;  /* 3.14 added FRAME_OWNED_BY_INTERPRETER (3) before CSTACK (4); 3.15
                            * dropped CSTACK again */
 };
 
 static const struct known known[] = {
     {13, sizeof(struct debug_offsets_313), USED(struct debug_offsets_313), groups_313,
-     sizeof(groups_313) / sizeof(groups_313[0]), ~(uint64_t)0, 3},
+     sizeof(groups_313) / sizeof(groups_313[0]), 0, ~(uint64_t)0, 3},
     {14, sizeof(struct debug_offsets_314), USED(struct debug_offsets_314), groups_314,
-     sizeof(groups_314) / sizeof(groups_314[0]), ~(uint64_t)3, 4},
+     sizeof(groups_314) / sizeof(groups_314[0]), offsetof(struct debug_offsets_314, code_object.co_tlbc),
+     ~(uint64_t)3, 4},
     {15, sizeof(struct debug_offsets_315), USED(struct debug_offsets_315), groups_315,
-     sizeof(groups_315) / sizeof(groups_315[0]), ~(uint64_t)3, 3},
+     sizeof(groups_315) / sizeof(groups_315[0]), offsetof(struct debug_offsets_315, code_object.co_tlbc),
+     ~(uint64_t)3, 3},
 };
 #define NKNOWN (sizeof(known) / sizeof(known[0]))
 
 /* -- Parsing ------------------------------------------------------------------------------------ */
-
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen)
-        vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return rc;
-}
 
 static uint64_t u64(const uint8_t *b, size_t at)
 {
@@ -335,38 +349,34 @@ int pyrt_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, uint3
     const unsigned minor = (version_hex >> 16) & 0xff;
 
     if (len < 24 || memcmp(b, "xdebugpy", 8) != 0)
-        return fail(err, errlen, -EPROTO, "_PyRuntime does not start with the _Py_DebugOffsets cookie");
+        return errmsg(err, errlen, -EPROTO, "_PyRuntime does not start with the _Py_DebugOffsets cookie");
     const uint64_t dver = u64(b, 8), ft = u64(b, 16);
     if ((dver >> 16) != (version_hex >> 16))
-        return fail(err, errlen, -EPROTO,
-                    "_Py_DebugOffsets describes version 0x%08" PRIx64 ", Py_Version says 0x%08x", dver,
-                    version_hex);
+        return errmsg(err, errlen, -EPROTO,
+                      "_Py_DebugOffsets describes version 0x%08" PRIx64 ", Py_Version says 0x%08x", dver,
+                      version_hex);
     const struct known *k = find_known(minor);
     if (!k)
-        return fail(err, errlen, -ENOTSUP,
-                    "Python 3.%u: its _Py_DebugOffsets layout is not known to this reader (3.13, 3.14 and "
-                    "3.15 are); refusing rather than guessing",
-                    minor);
+        return errmsg(err, errlen, -ENOTSUP,
+                      "Python 3.%u: its _Py_DebugOffsets layout is not known to this reader (3.13, 3.14 and "
+                      "3.15 are); refusing rather than guessing",
+                      minor);
     if ((dver & 0xf0) != 0xf0)
-        return fail(err, errlen, -ENOTSUP,
-                    "Python 3.%u.%u %s %u: pre-release _Py_DebugOffsets layouts differ from the final "
-                    "release's; only final releases are supported",
-                    minor, (unsigned)(dver >> 8) & 0xff, level_name((dver >> 4) & 0xf), (unsigned)dver & 0xf);
-    if (ft)
-        return fail(err, errlen, -ENOTSUP,
-                    "Python 3.%u free-threaded build: frames hold tagged references and code objects "
-                    "per-thread bytecode; not supported (use the default build)",
-                    minor);
+        return errmsg(err, errlen, -ENOTSUP,
+                      "Python 3.%u.%u %s %u: pre-release _Py_DebugOffsets layouts differ from the final "
+                      "release's; only final releases are supported",
+                      minor, (unsigned)(dver >> 8) & 0xff, level_name((dver >> 4) & 0xf),
+                      (unsigned)dver & 0xf);
     if (len < k->size)
-        return fail(err, errlen, -EINVAL, "short _Py_DebugOffsets read (%zu of %zu bytes)", len, k->size);
+        return errmsg(err, errlen, -EINVAL, "short _Py_DebugOffsets read (%zu of %zu bytes)", len, k->size);
     for (size_t g = 0; g < k->ngroups; g++) {
         const uint64_t size = u64(b, k->groups[g].at);
         for (unsigned i = 1; i <= k->groups[g].checked; i++)
             if (!inside(u64(b, k->groups[g].at + 8 * i), 1, size))
-                return fail(err, errlen, -EPROTO,
-                            "Python 3.%u: _Py_DebugOffsets does not have the expected 3.%u layout (group "
-                            "at byte %u, field %u: %" PRIu64 " outside %" PRIu64 " bytes)",
-                            minor, minor, k->groups[g].at, i, u64(b, k->groups[g].at + 8 * i), size);
+                return errmsg(err, errlen, -EPROTO,
+                              "Python 3.%u: _Py_DebugOffsets does not have the expected 3.%u layout (group "
+                              "at byte %u, field %u: %" PRIu64 " outside %" PRIu64 " bytes)",
+                              minor, minor, k->groups[g].at, i, u64(b, k->groups[g].at + 8 * i), size);
     }
 
     uint64_t v[N_USED];
@@ -385,11 +395,17 @@ int pyrt_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, uint3
               inside(v[UN_STATE], 4, v[UN_SIZE]) && inside(v[UN_LENGTH], 8, v[UN_SIZE]) &&
               v[UN_ASCII_SIZE] <= 256;
     if (!ok)
-        return fail(err, errlen, -EPROTO, "_Py_DebugOffsets holds offsets outside their structs");
+        return errmsg(err, errlen, -EPROTO, "_Py_DebugOffsets holds offsets outside their structs");
 
     L->rt_interpreters_head = (uint32_t)v[RT_HEAD];
     L->is_next = (uint32_t)v[IS_NEXT];
     L->is_threads_head = (uint32_t)v[IS_THREADS];
+    /* interp-relative (&interp->_gil.locked): the main interpreter's own GIL */
+    if (inside(v[IS_GIL_LOCKED], 4, v[IS_SIZE]) && inside(v[IS_GIL_HOLDER], 8, v[IS_SIZE])) {
+        L->gil_locked = (uint32_t)v[IS_GIL_LOCKED];
+        L->gil_holder = (uint32_t)v[IS_GIL_HOLDER];
+    }
+    L->gil_in_runtime = false;
     L->ts_next = (uint32_t)v[TS_NEXT];
     L->ts_interp = (uint32_t)v[TS_INTERP];
     L->ts_native_thread_id = (uint32_t)v[TS_NATIVE_TID];
@@ -411,6 +427,19 @@ int pyrt_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, uint3
     L->co_qualname = (uint32_t)v[CO_QUALNAME];
     L->co_linetable = (uint32_t)v[CO_LINETABLE];
     L->co_code_adaptive = (uint32_t)v[CO_ADAPTIVE];
+    /* What a reader of local variables needs (pylocals.c); all 0 unless every one is plausible. */
+    if (v[FR_LOCALSPLUS] >= 8 && v[FR_LOCALSPLUS] < 4096 && inside(v[CO_LOCALSPLUSNAMES], 8, v[CO_SIZE]) &&
+        v[TP_NAME] < 4096 && v[TU_ITEM] < 4096 && v[TU_SIZE] < 4096 && v[FL_FVAL] < 4096 &&
+        v[LO_TAG] < 4096 && v[LO_DIGIT] < 4096) {
+        L->f_localsplus = (uint32_t)v[FR_LOCALSPLUS];
+        L->co_localsplusnames = (uint32_t)v[CO_LOCALSPLUSNAMES];
+        L->tp_name = (uint32_t)v[TP_NAME];
+        L->tuple_ob_item = (uint32_t)v[TU_ITEM];
+        L->tuple_ob_size = (uint32_t)v[TU_SIZE];
+        L->float_ob_fval = (uint32_t)v[FL_FVAL];
+        L->long_lv_tag = (uint32_t)v[LO_TAG];
+        L->long_ob_digit = (uint32_t)v[LO_DIGIT];
+    }
     L->ob_type = (uint32_t)v[OB_TYPE];
     L->var_ob_size = (uint32_t)v[BY_OB_SIZE];
     L->bytes_ob_sval = (uint32_t)v[BY_SVAL];
@@ -423,10 +452,24 @@ int pyrt_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, uint3
         const uint64_t cs =
             u64(b, offsetof(struct debug_offsets_315, unicode_object.compactunicodeobject_size));
         if (cs != L->str_compact_data)
-            return fail(err, errlen, -EPROTO,
-                        "Python 3.%u: compact unicode header is %" PRIu64 " bytes, not %u", minor, cs,
-                        L->str_compact_data);
+            return errmsg(err, errlen, -EPROTO,
+                          "Python 3.%u: compact unicode header is %" PRIu64 " bytes, not %u", minor, cs,
+                          L->str_compact_data);
     }
-    L->free_threaded = false;
+    /* Free-threaded builds: the object header, thread states and frames are described like any
+     * others (their offsets differ, not their meaning); what is new is co_tlbc, the per-thread
+     * copies of the bytecode (3.14+; 3.13t has none), which pycode searches for an instruction
+     * pointer outside co_code_adaptive. */
+    L->free_threaded = ft != 0;
+    L->co_tlbc = 0;
+    if (ft && k->co_tlbc) {
+        const uint64_t t = u64(b, k->co_tlbc);
+        if (t <= v[OB_TYPE] || !inside(t, 8, v[CO_ADAPTIVE]))
+            return errmsg(err, errlen, -EPROTO,
+                          "Python 3.%u free-threaded build: _Py_DebugOffsets places co_tlbc at %" PRIu64
+                          ", not between the object header and the bytecode (at %" PRIu64 ")",
+                          minor, t, v[CO_ADAPTIVE]);
+        L->co_tlbc = (uint32_t)t;
+    }
     return 0;
 }

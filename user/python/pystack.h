@@ -45,17 +45,9 @@
 #include "profile/profile.h"
 #include "python/pyrt.h"
 #include "python/pystack_types.h"
+#include "util/stats.h"
 
 struct pystack;
-
-struct pystack_opts {
-    uint32_t max_depth;           /* Python frames per sample, shims included; 0: 1024 */
-    uint32_t max_reads;           /* process_vm_readv calls per sample; 0: max_depth + 16 (a cold
-                                     stack costs one call per frame not predicted) */
-    uint32_t refresh_interval_us; /* least time between two walks of the thread list caused
-                                     by unknown tids; 0: 10000 */
-    bool exact_reads;             /* one iovec per predicted frame, even for neighbours in memory */
-};
 
 /* pystack_read *flags */
 #define PYSTACK_TRUNCATED 0x1u /* depth cap reached; the root side is missing */
@@ -86,15 +78,20 @@ int pystack_symbolize(struct pystack *ps, const struct pystack_raw *raw, size_t 
 
 /* The thread state of `tid` (for the in-kernel reader), from the caches. */
 int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate);
+/* The thread state that holds the GIL now (0: none), one remote call (pyrt_gil_holder). */
+int pystack_gil_holder(struct pystack *ps, uint64_t *tstate);
 
 const struct pyrt *pystack_runtime(const struct pystack *ps);
+/* The process it reads. */
+pid_t pystack_pid(const struct pystack *ps);
 const struct remote_stats *pystack_remote_stats(const struct pystack *ps);
 void pystack_get_stats(const struct pystack *ps, struct pystack_stats *st);
 
-/* `key: value` lines for --stats: remote_reads, remote_read_bytes, reads_per_sample,
- * batched_attempts, batched_successes, batched_segments_requested, batched_segments_read,
+/* The rows for --stats (util/stats.h): python_version, python_samples, python_frames,
+ * remote_reads, remote_read_bytes, pystack_reads_per_sample (remote calls per pystack_read),
+ * bytes_per_sample, batched_attempts, batched_successes, batched_segments_requested, batched_segments_read,
  * <cache>_hit_rate for l1, l2, prediction, code, frame; code_objects; errors; datastack_window_frames,
  * datastack_gap_reads, datastack_gap_frames, datastack_torn, datastack_torn_retries. */
-void pystack_print_stats(const struct pystack *ps, FILE *f);
+void pystack_stats(const struct pystack *ps, struct stats out);
 
 #endif

@@ -1,7 +1,9 @@
 /*
  * pystack_types — the records of a Python stack that pystack (pystack.h) and its code cache
- * (pycode.h) share: a symbolised frame, a frame captured in the kernel, the names given to frames
- * that cannot be named, and the counters both keep.
+ * (pycode.h) share, and their files' shared state (pystack_state.h, pycode_table.h) with them:
+ * the reader's options, a symbolised frame, a frame captured in the kernel, the names given to
+ * frames that cannot be named, the qualname words read with a code header, and the counters both
+ * keep.
  */
 #ifndef PYEBPF_PYSTACK_TYPES_H
 #define PYEBPF_PYSTACK_TYPES_H
@@ -10,6 +12,18 @@
 #include <stdint.h>
 
 /* One Python frame of a sample, leaf first. */
+/* pystack_open's options (pystack.h). */
+struct pystack_opts {
+    uint32_t max_depth;           /* Python frames per sample, shims included; 0: 1024 */
+    uint32_t max_reads;           /* process_vm_readv calls per sample; 0: max_depth + 16 (a cold
+                                     stack costs one call per frame not predicted) */
+    uint32_t refresh_interval_us; /* least time between two walks of the thread list caused
+                                     by unknown tids; 0: 10000 */
+    bool exact_reads;             /* one iovec per predicted frame, even for neighbours in memory */
+};
+
+#define PYCODE_QUAL_SIZE 16 /* a qualname's length and hash words, read at the str's length */
+
 struct pystack_frame {
     uint32_t frame; /* profile frame index: FRAME_PYTHON, "qualname", file, line */
     bool entry;     /* the root-most frame of one _PyEval_EvalFrameDefault call: the merge gives
@@ -46,8 +60,13 @@ struct pystack_stats {
     uint64_t steady_samples;                     /* samples served by the predicted read alone */
     uint64_t code_hits, code_misses, code_stale; /* stale: header changed, entry replaced */
     uint64_t code_freed;                         /* in-kernel frames named PYSTACK_FREED */
-    uint64_t code_objects;                       /* entries in the code cache */
-    uint64_t fin_hits, fin_misses;               /* (code, offset) → frame cache */
+    uint64_t code_rereads;         /* batches read again so that new code objects' headers and qualname
+                                      words come with the frames */
+    uint64_t code_fill_raced;      /* fills refused: the object or its strings changed meanwhile */
+    uint64_t code_fill_late;       /* remote fills whose header was read after the frames, alone */
+    uint64_t code_unverified;      /* remote frames left unnamed for that reason (named later) */
+    uint64_t code_objects;         /* entries in the code cache */
+    uint64_t fin_hits, fin_misses; /* (code, offset) → frame cache */
     uint64_t truncated, errors, loops, budget_exhausted, bad_code;
     uint64_t ds_window_frames;            /* frames served by the data-stack window of the batch */
     uint64_t ds_gap_reads, ds_gap_frames; /* data-stack gap reads, and the frames they served */

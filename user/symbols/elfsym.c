@@ -3,6 +3,7 @@
  * read-only mapping of the file (symbol names point into it: no copies).
  */
 #include "symbols/elfsym.h"
+#include "symbols/elfsec.h"
 #include "symbols/elfsym_plt.h"
 
 #include <errno.h>
@@ -55,7 +56,7 @@ struct elf_file {
     char *plt_names; /* "name@plt" strings of the PLT entries, one block */
     bool from_debug;
     bool has_cfi;
-    struct cfi_table cfi;
+    struct cfi_read_table cfi;
     struct image main, debug;
 };
 
@@ -111,53 +112,6 @@ static int image_map(struct image *im, int fd)
     if (!im->elf || elf_kind(im->elf) != ELF_K_ELF || gelf_getclass(im->elf) != ELFCLASS64) {
         image_free(im);
         return -ENOEXEC;
-    }
-    return 0;
-}
-
-static Elf_Scn *find_section(Elf *e, const char *want, GElf_Shdr *sh)
-{
-    size_t shstrndx;
-    if (elf_getshdrstrndx(e, &shstrndx) < 0)
-        return NULL;
-    for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
-        if (!gelf_getshdr(s, sh))
-            continue;
-        const char *n = elf_strptr(e, shstrndx, sh->sh_name);
-        if (n && !strcmp(n, want))
-            return s;
-    }
-    return NULL;
-}
-
-static Elf_Data *section_data(Elf_Scn *s, GElf_Shdr *sh)
-{
-    if (sh->sh_type == SHT_NOBITS)
-        return NULL;
-    if ((sh->sh_flags & SHF_COMPRESSED) && elf_compress(s, 0, 0) < 0)
-        return NULL;
-    return elf_getdata(s, NULL);
-}
-
-static size_t read_build_id(Elf *e, uint8_t *out)
-{
-    for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
-        GElf_Shdr sh;
-        if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_NOTE)
-            continue;
-        Elf_Data *d = elf_getdata(s, NULL);
-        if (!d)
-            continue;
-        GElf_Nhdr nh;
-        size_t off = 0, name_off, desc_off, next;
-        while ((next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-            if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-                !memcmp((char *)d->d_buf + name_off, "GNU", 4) && nh.n_descsz <= BUILD_ID_MAX) {
-                memcpy(out, (char *)d->d_buf + desc_off, nh.n_descsz);
-                return nh.n_descsz;
-            }
-            off = next;
-        }
     }
     return 0;
 }
@@ -269,9 +223,9 @@ static const char *symbol_at(const struct elf_file *f, uint64_t addr)
  * other stubs calling nothing known are "[plt]". */
 static int add_plt_symbols(struct elf_file *f)
 {
-    struct elfplt_entry *v;
+    struct elfsym_plt_entry *v;
     size_t n, bytes = 0;
-    int err = elfplt_read(f->main.elf, &v, &n);
+    int err = elfsym_plt_read(f->main.elf, &v, &n);
     if (err || !n)
         return err;
     char abs[32];
@@ -327,7 +281,7 @@ static int try_debug(struct elf_file *f, const char *path)
     if (err)
         return err;
     uint8_t id[BUILD_ID_MAX];
-    size_t n = read_build_id(im.elf, id);
+    size_t n = elfsec_build_id(im.elf, id, sizeof(id));
     if (f->build_id_len && n && (n != f->build_id_len || memcmp(id, f->build_id, n))) {
         image_free(&im);
         return -ESTALE;
@@ -354,8 +308,8 @@ static void find_debug(struct elf_file *f, const char *root, const char *path)
             return;
     }
     GElf_Shdr sh;
-    Elf_Scn *s = find_section(f->main.elf, ".gnu_debuglink", &sh);
-    Elf_Data *d = s ? section_data(s, &sh) : NULL;
+    Elf_Scn *s = elfsec_find(f->main.elf, ".gnu_debuglink", &sh);
+    Elf_Data *d = s ? elfsec_data(s, &sh) : NULL;
     if (!d || !d->d_size || !path || path[0] != '/')
         return;
     const char *link = d->d_buf;
@@ -393,23 +347,23 @@ static int read_loads(struct elf_file *f)
 static void read_cfi(struct elf_file *f)
 {
     GElf_Shdr sh, hsh;
-    Elf_Scn *s = find_section(f->main.elf, ".eh_frame", &sh);
-    Elf_Data *d = s ? section_data(s, &sh) : NULL;
+    Elf_Scn *s = elfsec_find(f->main.elf, ".eh_frame", &sh);
+    Elf_Data *d = s ? elfsec_data(s, &sh) : NULL;
     if (d && d->d_size) {
-        Elf_Scn *hs = find_section(f->main.elf, ".eh_frame_hdr", &hsh);
-        Elf_Data *hd = hs ? section_data(hs, &hsh) : NULL;
-        if (!cfi_table_init(&f->cfi, d->d_buf, d->d_size, sh.sh_addr, false, hd ? hd->d_buf : NULL,
-                            hd ? hd->d_size : 0, hd ? hsh.sh_addr : 0)) {
+        Elf_Scn *hs = elfsec_find(f->main.elf, ".eh_frame_hdr", &hsh);
+        Elf_Data *hd = hs ? elfsec_data(hs, &hsh) : NULL;
+        if (!cfi_read_init(&f->cfi, d->d_buf, d->d_size, sh.sh_addr, false, hd ? hd->d_buf : NULL,
+                           hd ? hd->d_size : 0, hd ? hsh.sh_addr : 0)) {
             f->has_cfi = true;
             return;
         }
     }
     Elf *srcs[2] = {f->main.elf, f->debug.elf};
     for (int i = 0; i < 2; i++) {
-        if (!srcs[i] || !(s = find_section(srcs[i], ".debug_frame", &sh)))
+        if (!srcs[i] || !(s = elfsec_find(srcs[i], ".debug_frame", &sh)))
             continue;
-        d = section_data(s, &sh);
-        if (d && d->d_size && !cfi_table_init(&f->cfi, d->d_buf, d->d_size, 0, true, NULL, 0, 0)) {
+        d = elfsec_data(s, &sh);
+        if (d && d->d_size && !cfi_read_init(&f->cfi, d->d_buf, d->d_size, 0, true, NULL, 0, 0)) {
             f->has_cfi = true;
             return;
         }
@@ -436,7 +390,7 @@ static int load(struct elf_file *f, const char *root)
 static void file_free(struct elf_file *f)
 {
     if (f->has_cfi)
-        cfi_table_free(&f->cfi);
+        cfi_read_free(&f->cfi);
     image_free(&f->debug);
     image_free(&f->main);
     free(f->syms);
@@ -480,7 +434,7 @@ static int finish_open(struct elfsym_cache *c, struct elf_file *f, const char *n
                        struct elf_file **out)
 {
     f->refs = 1;
-    f->build_id_len = read_build_id(f->main.elf, f->build_id);
+    f->build_id_len = elfsec_build_id(f->main.elf, f->build_id, sizeof(f->build_id));
     struct elf_file *hit = cache_find(c, f);
     if (hit) {
         file_free(f);
@@ -601,7 +555,7 @@ const char *elfsym_lookup(const struct elf_file *f, uint64_t vaddr, uint64_t *of
     return NULL;
 }
 
-const struct cfi_table *elfsym_cfi(const struct elf_file *f)
+const struct cfi_read_table *elfsym_cfi(const struct elf_file *f)
 {
     return f->has_cfi ? &f->cfi : NULL;
 }

@@ -43,7 +43,7 @@ int elfsym_bias(const struct elf_file *f, uint64_t map_start, uint64_t map_offse
 const char *elfsym_lookup(const struct elf_file *f, uint64_t vaddr, uint64_t *offset);
 
 /* The CFI table (.eh_frame, else .debug_frame), or NULL when the file has none. */
-const struct cfi_table *elfsym_cfi(const struct elf_file *f);
+const struct cfi_read_table *elfsym_cfi(const struct elf_file *f);
 
 const char *elfsym_name(const struct elf_file *f);
 size_t elfsym_count(const struct elf_file *f);

@@ -20,6 +20,7 @@
  * the stub takes the name of the symbol there, else objdump's "*ABS*+0xADDR".
  */
 #include "symbols/elfsym_plt.h"
+#include "symbols/elfsec.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -116,19 +117,6 @@ static uint64_t entry_slot(const uint8_t *p, size_t size, uint64_t addr)
     return addr + i + 6 + (uint64_t)(int64_t)disp;
 }
 
-static Elf_Scn *find_section(Elf *e, const char *want, GElf_Shdr *sh)
-{
-    size_t shstrndx;
-    if (elf_getshdrstrndx(e, &shstrndx) < 0)
-        return NULL;
-    for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
-        const char *n;
-        if (gelf_getshdr(s, sh) && (n = elf_strptr(e, shstrndx, sh->sh_name)) && !strcmp(n, want))
-            return s;
-    }
-    return NULL;
-}
-
 /* sh_entsize is 16, or 8 for a .plt.got without IBT; a static executable's .plt has none and
  * 8-byte entries (jmp *slot; xchg %ax,%ax). 0: not a layout we know. */
 static uint64_t entry_size(const GElf_Shdr *sh, bool pltgot, const uint8_t *p, size_t size)
@@ -140,13 +128,13 @@ static uint64_t entry_size(const GElf_Shdr *sh, bool pltgot, const uint8_t *p, s
     return 16;
 }
 
-static int scan_plt(Elf *e, const struct slot *slots, size_t nslots, struct elfplt_entry **v, size_t *n,
+static int scan_plt(Elf *e, const struct slot *slots, size_t nslots, struct elfsym_plt_entry **v, size_t *n,
                     size_t *cap)
 {
     static const char *const secs[] = {".plt", ".plt.sec", ".plt.got"};
     for (size_t k = 0; k < sizeof(secs) / sizeof(secs[0]); k++) {
         GElf_Shdr sh;
-        Elf_Scn *s = find_section(e, secs[k], &sh);
+        Elf_Scn *s = elfsec_find(e, secs[k], &sh);
         Elf_Data *d = s && sh.sh_type == SHT_PROGBITS ? elf_getdata(s, NULL) : NULL;
         if (!d || !d->d_buf)
             continue;
@@ -165,14 +153,14 @@ static int scan_plt(Elf *e, const struct slot *slots, size_t nslots, struct elfp
                 *v = nv;
                 *cap = c;
             }
-            (*v)[(*n)++] = sl ? (struct elfplt_entry){sh.sh_addr + off, es, sl->name, sl->addend, false}
-                              : (struct elfplt_entry){sh.sh_addr + off, es, NULL, 0, true};
+            (*v)[(*n)++] = sl ? (struct elfsym_plt_entry){sh.sh_addr + off, es, sl->name, sl->addend, false}
+                              : (struct elfsym_plt_entry){sh.sh_addr + off, es, NULL, 0, true};
         }
     }
     return 0;
 }
 
-int elfplt_read(Elf *e, struct elfplt_entry **out, size_t *nout)
+int elfsym_plt_read(Elf *e, struct elfsym_plt_entry **out, size_t *nout)
 {
     GElf_Ehdr eh;
     struct slot *slots;

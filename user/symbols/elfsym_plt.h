@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct elfplt_entry {
+struct elfsym_plt_entry {
     uint64_t addr, size; /* link-time address of the stub, its size */
     const char *name;    /* called function (in e's .dynstr); NULL for an IRELATIVE slot: */
     uint64_t resolver;   /* then the address of the IFUNC resolver the slot is resolved by */
@@ -19,6 +19,6 @@ struct elfplt_entry {
 };
 
 /* The stubs of e (none for other machines), in a malloc'ed array. 0 or -ENOMEM. */
-int elfplt_read(Elf *e, struct elfplt_entry **out, size_t *n);
+int elfsym_plt_read(Elf *e, struct elfsym_plt_entry **out, size_t *n);
 
 #endif

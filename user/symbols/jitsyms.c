@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 #include "jitdump_format.h"
-#include "symbols/jitread.h"
+#include "symbols/jitdump_read.h"
 #include "symbols/perfmap_read.h"
 #include "symbols/strpool.h"
 
@@ -25,8 +25,8 @@ struct source {
     unsigned gen; /* 0: loaded explicitly, always in the table */
     bool is_dump;
     bool stale; /* replaced by a newer read of the same file */
-    struct jitread_dump dump;
-    struct cfi_table *tables; /* one per dump region (size 0 when it has no unwinding info) */
+    struct jitdump_read_dump dump;
+    struct cfi_read_table *tables; /* one per dump region (size 0 when it has no unwinding info) */
     struct perfmap_read_table pm;
 };
 
@@ -54,9 +54,9 @@ static void source_free(struct source *s)
     if (s->is_dump) {
         for (size_t i = 0; s->tables && i < s->dump.nregions; i++)
             if (s->tables[i].data)
-                cfi_table_free(&s->tables[i]);
+                cfi_read_free(&s->tables[i]);
         free(s->tables);
-        jitread_free(&s->dump);
+        jitdump_read_free(&s->dump);
     } else {
         perfmap_read_free(&s->pm);
     }
@@ -66,13 +66,13 @@ static void source_free(struct source *s)
 
 /* CFI of one region: .eh_frame at code + ALIGN8(size), its header right after (the layout perf
  * gives the synthesised object, and the one the writer encodes for). */
-static void region_cfi(struct cfi_table *t, const struct jitread_region *r)
+static void region_cfi(struct cfi_read_table *t, const struct jitdump_read_region *r)
 {
     if (!r->eh_frame || !r->eh_frame_size)
         return;
     uint64_t eh = r->addr + JITDUMP_ALIGN8(r->size);
-    if (cfi_table_init(t, r->eh_frame, r->eh_frame_size, eh, false, r->eh_frame_hdr, r->eh_frame_hdr_size,
-                       eh + r->eh_frame_size) < 0)
+    if (cfi_read_init(t, r->eh_frame, r->eh_frame_size, eh, false, r->eh_frame_hdr, r->eh_frame_hdr_size,
+                      eh + r->eh_frame_size) < 0)
         memset(t, 0, sizeof(*t));
 }
 
@@ -80,15 +80,15 @@ static int source_load(struct source *s)
 {
     if (!s->is_dump)
         return perfmap_read_file(s->path, &s->pm);
-    int err = jitread_file(s->path, &s->dump);
+    int err = jitdump_read_file(s->path, &s->dump);
     /* A dump still being written ends mid-record: the complete records are good. */
     if (err && err != -ENODATA) {
-        jitread_free(&s->dump);
+        jitdump_read_free(&s->dump);
         return err;
     }
     s->tables = calloc(s->dump.nregions ? s->dump.nregions : 1, sizeof(*s->tables));
     if (!s->tables) {
-        jitread_free(&s->dump);
+        jitdump_read_free(&s->dump);
         return -ENOMEM;
     }
     for (size_t i = 0; i < s->dump.nregions; i++)
@@ -128,7 +128,7 @@ static bool newer(const struct cand *a, const struct cand *b)
  * equal names are equal pointers). */
 /* Whether every region of the current table is in v unchanged: then no address that had a name
  * lost or changed it, and v only adds regions where there were none. Addresses in memory that JIT
- * regions may cover are never cached unnamed (proc.c), so additions leave every cache valid. */
+ * regions may cover are never cached unnamed (proc_sym.c), so additions leave every cache valid. */
 static bool keeps_names(const struct jitsyms *j, const struct jitsym *v, size_t n)
 {
     size_t k = 0;
@@ -165,8 +165,8 @@ static int rebuild(struct jitsyms *j)
             continue;
         if (s->is_dump) {
             for (size_t k = 0; k < s->dump.nregions; k++) {
-                const struct jitread_region *r = &s->dump.regions[k];
-                const struct cfi_table *t = s->tables[k].data ? &s->tables[k] : NULL;
+                const struct jitdump_read_region *r = &s->dump.regions[k];
+                const struct cfi_read_table *t = s->tables[k].data ? &s->tables[k] : NULL;
                 c[n++] = (struct cand){{r->addr, r->addr + r->size, r->name, t, 0}, 1, seq++};
             }
         } else {

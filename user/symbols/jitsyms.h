@@ -14,14 +14,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "symbols/maps.h"
+#include "util/maps.h"
 #include "unwind/cfi_read.h"
 
 struct jitsym {
     uint64_t start, end;
     const char *name;
-    const struct cfi_table *cfi; /* runtime addresses (bias 0); NULL when none */
-    uint8_t shape;               /* for the caller: what the code looks like (0: not looked at) */
+    const struct cfi_read_table *cfi; /* runtime addresses (bias 0); NULL when none */
+    uint8_t shape;                    /* for the caller: enum tramp_shape (TRAMP_UNSEEN: not looked at) */
 };
 
 struct jitsyms;
@@ -36,7 +36,7 @@ int jitsyms_load(struct jitsyms *j, pid_t pid, const struct maps *maps, const ch
 /* Adds one jitdump file or perf map explicitly (tests, offline use); same returns. */
 int jitsyms_load_dump(struct jitsyms *j, const char *path);
 int jitsyms_load_perfmap(struct jitsyms *j, const char *path);
-/* Regions published by other means (CPython's GDB JIT list, read by pyrt_jit), taking part in
+/* Regions published by other means (CPython's GDB JIT list, read by gdbjit_read), taking part in
  * the table with the highest priority: the array is copied (names are interned), the CFI tables
  * pointed to must stay valid until the next call or jitsyms_free. n = 0 removes them. Same
  * returns as jitsyms_load. */

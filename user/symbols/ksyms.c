@@ -104,6 +104,17 @@ const char *ksyms_lookup(const struct ksyms *k, uint64_t addr, uint64_t *offset)
     return k->pool + k->v[lo - 1].name;
 }
 
+int ksyms_addr(const struct ksyms *k, const char *name, uint64_t *addr)
+{
+    /* A linear pass: the table is sorted by address, and a stack asks a few dozen names. */
+    for (size_t i = 0; i < k->n; i++)
+        if (!strcmp(k->pool + k->v[i].name, name)) {
+            *addr = k->v[i].addr;
+            return 0;
+        }
+    return -ENOENT;
+}
+
 void ksyms_close(struct ksyms *k)
 {
     if (!k)

@@ -1,8 +1,17 @@
 /*
  * proc — what the collector knows about one target process for native frames: its mappings
  * (/proc/PID/maps, refreshed when an address falls outside them), the ELF files behind them
- * (symbols and CFI cached per file by build-id, shared between processes), the JIT regions it
- * published (jitdump / perf map), and a DWARF unwinder over a copy of the user stack.
+ * (symbols and CFI from the collector's ELF cache, shared between processes), the JIT regions it
+ * published (jitdump / perf map / the GDB JIT list), and a DWARF unwinder over a copy of the user
+ * stack. One module in four files, one section of this header each:
+ *
+ *   proc_maps.c    the process: mappings and the ELF file behind each
+ *   proc_jit.c     its JIT publications, re-read when due
+ *   proc_sym.c     address -> name, with its own cache
+ *   proc_unwind.c  the unwinder's CFI lookups (trampolines without CFI: tramp.c)
+ *
+ * Knows nothing of Python: where the target keeps a GDB JIT descriptor (CPython's, which the
+ * collector finds when it attaches to the interpreter), the collector says so (proc_set_gdbjit).
  */
 #ifndef PYEBPF_PROC_H
 #define PYEBPF_PROC_H
@@ -23,22 +32,44 @@ struct symres {
 };
 
 struct proc;
+struct elfsym_cache;
 
-int proc_open(struct proc **out, pid_t pid);
+/* -- The process (proc_maps.c) ----------------------------------------------------------------- */
+
+/* `elf`: the collector's ELF cache (elfsym_cache_new), shared by every proc it opens and freed by
+ * the collector after them (files a proc still holds outlive it). */
+int proc_open(struct proc **out, pid_t pid, struct elfsym_cache *elf);
 void proc_close(struct proc *p);
 
-/* Re-reads /proc/PID/maps and the target's JIT publications (jitdump, perf map). */
+/* Re-reads /proc/PID/maps and the target's JIT publications (jitdump, perf map, GDB JIT list). */
 int proc_refresh(struct proc *p);
+
+struct proc_stats {
+    uint64_t refreshes, files_opened, jit_regions, jit_reloads; /* reloads: unnamed JIT code, timed */
+    uint64_t unwinds, frames, row_hits, row_misses, fp_steps, dwarf_steps;
+    uint64_t sym_hits, sym_misses; /* proc_symbolize's cache */
+};
+void proc_get_stats(const struct proc *p, struct proc_stats *out);
+
+/* -- JIT publications (proc_jit.c) ------------------------------------------------------------- */
+
+/* The address of the target's GDB JIT descriptor (`__jit_debug_descriptor`; the collector has it
+ * from the Python runtime it attached to), or 0 for none. The list it heads is read now and with
+ * every re-read of the JIT publications; its regions win over the jitdump and perf map. Returns 1
+ * when names changed, 0 when not, -ENOMEM. */
+int proc_set_gdbjit(struct proc *p, uint64_t descriptor);
 
 /* The timed re-check of the target's JIT publications, for the per-sample path: a JIT may retire
  * code and publish other code at the same address, and an address that already has a name never
  * makes proc look again by itself. Once the target has published in a file (jitdump, perf map) or
- * has CPython's JIT list, they are read again when `now` (CLOCK_MONOTONIC ns; a sample's
- * timestamp will do) is JIT_RECHECK_NS (200 ms) past the last read, or longer after a slow read
- * (proc.c); unchanged files cost one stat each, and a change bumps proc_generation only when some
+ * has a GDB JIT list, they are read again when `now` (CLOCK_MONOTONIC ns; a sample's timestamp
+ * will do) is JIT_RECHECK_NS (200 ms) past the last read, or longer after a slow read
+ * (proc_jit.c); unchanged files cost one stat each, and a change bumps proc_generation only when some
  * address is named differently. Not due: one comparison, no system call. Returns 1 when names
  * changed, 0 when nothing was due or changed, -ENOMEM. Counted in proc_stats.jit_reloads. */
 int proc_recheck_jit(struct proc *p, uint64_t now);
+
+/* -- Symbols (proc_sym.c) ---------------------------------------------------------------------- */
 
 /* Symbolises one user address. Strings stay valid until proc_close. Returns 0, or -ENOENT
  * when the address is in no mapping (out->module NULL). */
@@ -57,12 +88,7 @@ int proc_format(const struct symres *r, char *buf, size_t size);
  * (a name, or anything but unnamed JIT code) stay right while it stays the same. */
 uint64_t proc_generation(const struct proc *p);
 
-struct proc_stats {
-    uint64_t refreshes, files_opened, jit_regions, jit_reloads; /* reloads: unnamed JIT code, timed */
-    uint64_t unwinds, frames, row_hits, row_misses, fp_steps, dwarf_steps;
-    uint64_t sym_hits, sym_misses; /* proc_symbolize's cache */
-};
-void proc_get_stats(const struct proc *p, struct proc_stats *out);
+/* -- Unwinding (proc_unwind.c) ----------------------------------------------------------------- */
 
 /* Unwinds from `regs` using the stack copy `stack` (stack_len bytes starting at address
  * stack_addr, normally regs->sp). Writes return addresses leaf first (ips[0] = regs->ip) and

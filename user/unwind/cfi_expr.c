@@ -12,8 +12,8 @@
 #define EXPR_STACK   64
 #define EXPR_MAX_OPS 1000 /* skip/bra can loop: bound the work one expression may do */
 
-int cfi_eval_expr(const uint8_t *expr, size_t len, const uint64_t regs[CFI_NREGS], uint32_t valid,
-                  bool push_initial, uint64_t initial, cfi_read_fn read, void *arg, uint64_t *out)
+int cfi_read_expr(const uint8_t *expr, size_t len, const uint64_t regs[CFI_NREGS], uint32_t valid,
+                  bool push_initial, uint64_t initial, cfi_read_mem_fn read, void *arg, uint64_t *out)
 {
     uint64_t st[EXPR_STACK];
     int sp = 0;

@@ -85,7 +85,7 @@ struct fde {
     struct cie cie;
 };
 
-static void cur_at(struct dwcur *c, const struct cfi_table *t, uint64_t off)
+static void cur_at(struct dwcur *c, const struct cfi_read_table *t, uint64_t off)
 {
     c->base = t->data;
     c->base_vaddr = t->vaddr;
@@ -96,7 +96,7 @@ static void cur_at(struct dwcur *c, const struct cfi_table *t, uint64_t off)
 }
 
 /* Reads an entry's length and id at off. *id_pos is the position of the id field. */
-static int entry_header(const struct cfi_table *t, uint64_t off, uint64_t *len_out, uint64_t *id,
+static int entry_header(const struct cfi_read_table *t, uint64_t off, uint64_t *len_out, uint64_t *id,
                         const uint8_t **id_pos, const uint8_t **end, bool *is64)
 {
     struct dwcur c;
@@ -121,14 +121,14 @@ static int entry_header(const struct cfi_table *t, uint64_t off, uint64_t *len_o
     return c.err ? -EINVAL : 0;
 }
 
-static bool is_cie_id(const struct cfi_table *t, uint64_t id, bool is64)
+static bool is_cie_id(const struct cfi_read_table *t, uint64_t id, bool is64)
 {
     if (!t->debug_frame)
         return id == 0;
     return is64 ? id == ~0ull : id == 0xffffffffu;
 }
 
-static int parse_cie(const struct cfi_table *t, uint64_t off, struct cie *cie)
+static int parse_cie(const struct cfi_read_table *t, uint64_t off, struct cie *cie)
 {
     uint64_t len, id;
     const uint8_t *idp, *end;
@@ -200,7 +200,7 @@ done:
 }
 
 /* Parses the FDE at off. Returns 1 for a CIE or terminator (no FDE there), 0 or -EINVAL. */
-static int parse_fde(const struct cfi_table *t, uint64_t off, struct fde *f, uint64_t *next)
+static int parse_fde(const struct cfi_read_table *t, uint64_t off, struct fde *f, uint64_t *next)
 {
     uint64_t len, id;
     const uint8_t *idp, *end;
@@ -248,7 +248,7 @@ static int cmp_index(const void *a, const void *b)
     return x->pc < y->pc ? -1 : x->pc > y->pc;
 }
 
-static int build_index(struct cfi_table *t)
+static int build_index(struct cfi_read_table *t)
 {
     size_t cap = 0;
     uint64_t off = 0;
@@ -277,7 +277,7 @@ static int build_index(struct cfi_table *t)
     return 0;
 }
 
-static void use_header(struct cfi_table *t, const uint8_t *hdr, size_t size, uint64_t hdr_vaddr)
+static void use_header(struct cfi_read_table *t, const uint8_t *hdr, size_t size, uint64_t hdr_vaddr)
 {
     struct dwcur c = {
         .p = hdr, .end = hdr + size, .base = hdr, .base_vaddr = hdr_vaddr, .data_vaddr = hdr_vaddr};
@@ -294,8 +294,8 @@ static void use_header(struct cfi_table *t, const uint8_t *hdr, size_t size, uin
     t->hdr_vaddr = hdr_vaddr;
 }
 
-int cfi_table_init(struct cfi_table *t, const uint8_t *data, size_t size, uint64_t vaddr, bool debug_frame,
-                   const uint8_t *hdr, size_t hdr_size, uint64_t hdr_vaddr)
+int cfi_read_init(struct cfi_read_table *t, const uint8_t *data, size_t size, uint64_t vaddr,
+                  bool debug_frame, const uint8_t *hdr, size_t hdr_size, uint64_t hdr_vaddr)
 {
     memset(t, 0, sizeof(*t));
     t->data = data;
@@ -308,25 +308,25 @@ int cfi_table_init(struct cfi_table *t, const uint8_t *data, size_t size, uint64
         return 0;
     int err = build_index(t);
     if (err)
-        cfi_table_free(t);
+        cfi_read_free(t);
     return err;
 }
 
-void cfi_table_free(struct cfi_table *t)
+void cfi_read_free(struct cfi_read_table *t)
 {
     free(t->index);
     memset(t, 0, sizeof(*t));
 }
 
-size_t cfi_table_count(const struct cfi_table *t)
+size_t cfi_read_count(const struct cfi_read_table *t)
 {
     return t->hdr_table ? t->hdr_count : t->nindex;
 }
 
 /* Offset of the FDE whose start is the greatest <= pc, or -ENOENT. */
-static int64_t lookup(const struct cfi_table *t, uint64_t pc)
+static int64_t lookup(const struct cfi_read_table *t, uint64_t pc)
 {
-    size_t lo = 0, hi = cfi_table_count(t);
+    size_t lo = 0, hi = cfi_read_count(t);
     if (t->hdr_table) {
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
@@ -370,7 +370,7 @@ struct state {
 #define REMEMBER_DEPTH 8
 
 struct interp {
-    const struct cfi_table *t;
+    const struct cfi_read_table *t;
     const struct cie *cie;
     struct state st, init;
     struct state saved[REMEMBER_DEPTH];
@@ -405,7 +405,9 @@ static int64_t scaled(uint64_t factor, int64_t data_align)
     return (int64_t)(factor * (uint64_t)data_align);
 }
 
-static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool initial)
+/* Runs one instruction stream (a CIE's initial instructions, then an FDE's) up to the row that
+ * holds the address asked for. */
+static int run_insns(struct interp *in, const uint8_t *p, const uint8_t *end, bool initial)
 {
     struct dwcur c = {.p = p, .end = end, .base = in->t->data, .base_vaddr = in->t->vaddr};
     const int64_t da = in->cie->data_align;
@@ -554,7 +556,7 @@ static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool ini
     return 0;
 }
 
-int cfi_find_row(const struct cfi_table *t, uint64_t pc, struct cfi_row *row)
+int cfi_read_row(const struct cfi_read_table *t, uint64_t pc, struct cfi_row *row)
 {
     int64_t off = lookup(t, pc);
     if (off < 0)
@@ -582,10 +584,10 @@ int cfi_find_row(const struct cfi_table *t, uint64_t pc, struct cfi_row *row)
     if (pc >= fde_end) /* only the saturated end can hold pc: the last address has no code */
         return -ENOENT;
     in.next_loc = fde_end;
-    if ((r = run(&in, f.cie.insn, f.cie.insn_end, true)) < 0)
+    if ((r = run_insns(&in, f.cie.insn, f.cie.insn_end, true)) < 0)
         return r;
     in.stop = false;
-    if ((r = run(&in, f.insn, f.insn_end, false)) < 0)
+    if ((r = run_insns(&in, f.insn, f.insn_end, false)) < 0)
         return r;
     memset(row, 0, sizeof(*row));
     row->pc_start = in.loc;

@@ -69,7 +69,7 @@ struct cfi_index_entry {
     uint64_t fde_off; /* offset of the FDE in the section */
 };
 
-struct cfi_table {
+struct cfi_read_table {
     const uint8_t *data; /* section bytes (not owned) */
     size_t size;
     uint64_t vaddr;   /* link-time address of data[0] (pcrel pointers are relative to it) */
@@ -86,24 +86,24 @@ struct cfi_table {
 /* Sets up t over .eh_frame (or .debug_frame with debug_frame) bytes at link-time address vaddr,
  * with the module's .eh_frame_hdr (hdr may be NULL). Bytes must outlive t. Returns 0, -EINVAL
  * for a section it cannot walk, -ENOMEM. */
-int cfi_table_init(struct cfi_table *t, const uint8_t *data, size_t size, uint64_t vaddr, bool debug_frame,
-                   const uint8_t *hdr, size_t hdr_size, uint64_t hdr_vaddr);
-void cfi_table_free(struct cfi_table *t);
+int cfi_read_init(struct cfi_read_table *t, const uint8_t *data, size_t size, uint64_t vaddr,
+                  bool debug_frame, const uint8_t *hdr, size_t hdr_size, uint64_t hdr_vaddr);
+void cfi_read_free(struct cfi_read_table *t);
 
 /* Number of FDEs reachable through the table (header count or own index). */
-size_t cfi_table_count(const struct cfi_table *t);
+size_t cfi_read_count(const struct cfi_read_table *t);
 
 /* Finds the FDE covering pc (link-time address) and evaluates its rules up to pc.
  * Returns 0, -ENOENT (no FDE covers pc) or -EINVAL (malformed CFI). */
-int cfi_find_row(const struct cfi_table *t, uint64_t pc, struct cfi_row *row);
+int cfi_read_row(const struct cfi_read_table *t, uint64_t pc, struct cfi_row *row);
 
 /* Reads 8 bytes at addr of the target; returns 0 or negative errno. */
-typedef int (*cfi_read_fn)(void *arg, uint64_t addr, uint64_t *val);
+typedef int (*cfi_read_mem_fn)(void *arg, uint64_t addr, uint64_t *val);
 
 /* Evaluates a DWARF expression. regs/valid: register values and which are known (bit per DWARF
  * register). `initial` is pushed first when push_initial (the CFA for register rules).
  * Returns 0 or -EINVAL (unsupported op, stack under/overflow, unknown register), or read's error. */
-int cfi_eval_expr(const uint8_t *expr, size_t len, const uint64_t regs[CFI_NREGS], uint32_t valid,
-                  bool push_initial, uint64_t initial, cfi_read_fn read, void *arg, uint64_t *out);
+int cfi_read_expr(const uint8_t *expr, size_t len, const uint64_t regs[CFI_NREGS], uint32_t valid,
+                  bool push_initial, uint64_t initial, cfi_read_mem_fn read, void *arg, uint64_t *out);
 
 #endif

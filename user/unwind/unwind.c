@@ -25,7 +25,7 @@ struct fast_rule {
 };
 
 struct slot {
-    const struct cfi_table *t; /* NULL: empty slot */
+    const struct cfi_read_table *t; /* NULL: empty slot */
     uint64_t pc;
     int16_t status; /* 0 row valid, -ENOENT no FDE, -EINVAL bad CFI */
     bool fast, ra_undefined, signal;
@@ -119,7 +119,7 @@ static void compact(struct slot *s)
     s->fast = true;
 }
 
-static const struct slot *row_for(struct unwind_cache *c, const struct cfi_table *t, uint64_t pc)
+static const struct slot *row_for(struct unwind_cache *c, const struct cfi_read_table *t, uint64_t pc)
 {
     uint64_t h = (pc ^ (uint64_t)(uintptr_t)t) * 0x9e3779b97f4a7c15ull;
     struct slot *s = &c->v[(h >> 40) & c->mask];
@@ -130,7 +130,7 @@ static const struct slot *row_for(struct unwind_cache *c, const struct cfi_table
     c->st.row_misses++;
     s->t = t;
     s->pc = pc;
-    s->status = (int16_t)cfi_find_row(t, pc, &s->row);
+    s->status = (int16_t)cfi_read_row(t, pc, &s->row);
     if (!s->status)
         compact(s);
     return s;
@@ -184,7 +184,7 @@ static enum step dwarf_step(const struct cfi_row *row, struct state *s, struct c
         cfa = s->r[row->cfa_reg] + (uint64_t)row->cfa_off;
     } else {
         int err =
-            cfi_eval_expr(row->cfa_expr, row->cfa_expr_len, s->r, s->valid, false, 0, read_word, cp, &cfa);
+            cfi_read_expr(row->cfa_expr, row->cfa_expr_len, s->r, s->valid, false, 0, read_word, cp, &cfa);
         if (err) {
             *stop |= err == -EFAULT ? UNWIND_STOP_STACK : UNWIND_STOP_BAD;
             return STEP_STOP;
@@ -233,12 +233,12 @@ static enum step dwarf_step(const struct cfi_row *row, struct state *s, struct c
             v = s->r[rule->reg];
             break;
         case CFI_RULE_EXPR:
-            err = cfi_eval_expr(rule->expr, rule->expr_len, s->r, s->valid, true, cfa, read_word, cp, &addr);
+            err = cfi_read_expr(rule->expr, rule->expr_len, s->r, s->valid, true, cfa, read_word, cp, &addr);
             if (!err)
                 err = read_word(cp, addr, &v);
             break;
         case CFI_RULE_VAL_EXPR:
-            err = cfi_eval_expr(rule->expr, rule->expr_len, s->r, s->valid, true, cfa, read_word, cp, &v);
+            err = cfi_read_expr(rule->expr, rule->expr_len, s->r, s->valid, true, cfa, read_word, cp, &v);
             break;
         }
         if (err) {
@@ -371,7 +371,7 @@ int unwind_stack(struct unwind_cache *c, unwind_find_fn find, void *arg, enum un
             *stop |= UNWIND_STOP_MAXDEPTH;
             break;
         }
-        const struct cfi_table *t = NULL;
+        const struct cfi_read_table *t = NULL;
         uint64_t bias = 0;
         if (find(arg, ip, &t, &bias) < 0) {
             if (n == 0)

@@ -28,7 +28,7 @@ enum unwind_mode { UNWIND_AUTO = 0, UNWIND_FP, UNWIND_DWARF };
 
 /* Module of ip: 0 with *cfi (NULL when the module has no CFI) and *bias (runtime - link-time
  * address), or -ENOENT when ip is in no executable mapping. */
-typedef int (*unwind_find_fn)(void *arg, uint64_t ip, const struct cfi_table **cfi, uint64_t *bias);
+typedef int (*unwind_find_fn)(void *arg, uint64_t ip, const struct cfi_read_table **cfi, uint64_t *bias);
 
 struct unwind_stats {
     uint64_t unwinds, frames;

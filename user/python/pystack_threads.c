@@ -1,0 +1,156 @@
+/* pystack_threads — the thread directory: tid → thread state, L1 then L2 then a walk of every
+ * interpreter's thread list (see pystack.h, pystack_state.h). */
+#include "python/pystack_state.h"
+#include "util/monotime.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define MAX_INTERPS   64
+#define MAX_THREADS   8192
+#define WINDOW_WALKS  4
+#define NOT_PYTHON_NS 200000000ull /* a thread runs before CPython binds its state to it */
+
+/* -- Small helpers ----------------------------------------------------------------------------- */
+
+static uint32_t tid_hash(pid_t tid, uint32_t cap)
+{
+    return ((uint32_t)tid * 2654435761u) & (cap - 1);
+}
+
+static int slot_find(const struct pystack *ps, pid_t tid)
+{
+    if (!ps->idx_cap)
+        return -1;
+    for (uint32_t i = tid_hash(tid, ps->idx_cap);; i = (i + 1) & (ps->idx_cap - 1)) {
+        if (!ps->idx[i])
+            return -1;
+        if (ps->slots[ps->idx[i] - 1].tid == tid)
+            return (int)ps->idx[i] - 1;
+    }
+}
+
+/* -- L2: thread states from interp->threads ---------------------------------------------------- */
+
+static bool not_python(const struct pystack *ps, pid_t tid, uint64_t now)
+{
+    for (unsigned i = 0; i < NOT_PYTHON_SLOTS; i++)
+        if (ps->nonpy[i].tid == tid && now - ps->nonpy[i].since_ns < NOT_PYTHON_NS)
+            return true;
+    return false;
+}
+
+/* Re-reads every interpreter's thread list and rebuilds the tid table; predictions of threads
+ * whose thread state did not move are kept. */
+int pystack_refresh_threads(struct pystack *ps)
+{
+    const struct pyrt_layout *L = &ps->rt.L;
+    struct thread_slot *nslots = NULL;
+    uint32_t n = 0, cap = 0;
+    uint8_t ts[512];
+    uint64_t interp;
+    int rc;
+
+    ps->st.l2_refreshes++;
+    ps->l1.valid = false;
+    if ((rc = pyrt_first_interp(&ps->rt, &ps->r, &interp)) != 0)
+        return rc;
+    for (int ni = 0; interp && ni < MAX_INTERPS; ni++) {
+        uint64_t head = 0, next = 0;
+        struct remote_seg s[2] = {REMOTE_SEG(interp + L->is_threads_head, &head, 8),
+                                  REMOTE_SEG(interp + L->is_next, &next, 8)};
+        if (remote_readv(&ps->r, s, 2, false) != 2)
+            break;
+        for (uint64_t t = head; t && n < MAX_THREADS; t = u64_at(ts, L->ts_next)) {
+            if (remote_read(&ps->r, t, ts, L->ts_read_size) != 0) {
+                ps->st.errors++;
+                break;
+            }
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                struct thread_slot *g = realloc(nslots, cap * sizeof(*g));
+                if (!g) {
+                    free(nslots);
+                    return -ENOMEM;
+                }
+                nslots = g;
+            }
+            nslots[n++] = (struct thread_slot){
+                .tid = (pid_t)u64_at(ts, L->ts_native_thread_id), .tstate = t, .interp = interp};
+        }
+        interp = next;
+    }
+    /* Carry predictions over; free the rest. */
+    for (uint32_t i = 0; i < ps->nslots; i++) {
+        struct thread_slot *old = &ps->slots[i];
+        for (uint32_t k = 0; k < n && old->frames; k++) {
+            if (nslots[k].tid == old->tid && nslots[k].tstate == old->tstate && !nslots[k].frames) {
+                nslots[k] = *old;
+                old->frames = NULL;
+            }
+        }
+        free(old->frames);
+    }
+    free(ps->slots);
+    ps->slots = nslots;
+    ps->nslots = n;
+    uint32_t icap = 16;
+    while (icap < 2 * n)
+        icap *= 2;
+    uint32_t *idx = calloc(icap, sizeof(*idx));
+    if (!idx)
+        return -ENOMEM;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = tid_hash(nslots[k].tid, icap);
+        while (idx[i])
+            i = (i + 1) & (icap - 1);
+        idx[i] = k + 1;
+    }
+    free(ps->idx);
+    ps->idx = idx;
+    ps->idx_cap = icap;
+    return 0;
+}
+
+/* L1, then L2, then a refresh. Returns the slot index or -ESRCH. */
+int pystack_thread_slot(struct pystack *ps, pid_t tid)
+{
+    if (ps->l1.valid && ps->l1.tid == tid) {
+        ps->st.l1_hits++;
+        return (int)ps->l1.slot;
+    }
+    ps->st.l1_misses++;
+    int s = slot_find(ps, tid);
+    if (s >= 0) {
+        ps->st.l2_hits++;
+    } else {
+        ps->st.l2_misses++;
+        /* A tid without a thread state (a C thread) would otherwise walk the list every time:
+         * at most WINDOW_WALKS walks per refresh_interval_us (threads started together are
+         * each found at once: their first stacks, a sleeper's first second, need their frames),
+         * and a tid a walk did not find is not looked for again during NOT_PYTHON_NS. */
+        uint64_t now = monotime_ns();
+        if (!ps->last_refresh_ns || now - ps->last_refresh_ns >= (uint64_t)ps->o.refresh_interval_us * 1000) {
+            ps->last_refresh_ns = now;
+            ps->window_walks = 0;
+        }
+        if (ps->window_walks >= WINDOW_WALKS || not_python(ps, tid, now)) {
+            ps->st.l2_refreshes_deferred++;
+            return -ESRCH;
+        }
+        ps->window_walks++;
+        int rc = pystack_refresh_threads(ps);
+        if (rc)
+            return rc;
+        s = slot_find(ps, tid);
+        if (s < 0) {
+            ps->nonpy[ps->nonpy_next++ % NOT_PYTHON_SLOTS] = (struct nonpy){tid, now};
+            return -ESRCH;
+        }
+    }
+    ps->l1.tid = tid;
+    ps->l1.slot = (uint32_t)s;
+    ps->l1.valid = true;
+    return s;
+}

@@ -1,0 +1,273 @@
+/*
+ * pythreads — threading.Thread names from the target's memory (see pythreads.h).
+ */
+#include "python/pythreads.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/remote.h"
+
+#define MAX_ENTRIES 8192 /* entries of a dict read at most (sys.modules has a few hundred) */
+#define MAX_NAME    64
+
+/* Offsets per minor version (x86-64 and aarch64 default builds). */
+struct thr_offsets {
+    uint32_t is_modules;     /* PyInterpreterState: sys.modules (modules; imports.modules 3.12+) */
+    uint32_t ts_thread_id;   /* PyThreadState.thread_id: pthread_self(), threading.get_ident() */
+    uint32_t ht_cached_keys; /* PyHeapTypeObject: the shared keys of its instances' values */
+};
+
+static const struct thr_offsets offs[3] = {
+    {888, 152, 872},  /* 3.11 */
+    {944, 136, 880},  /* 3.12 */
+    {7656, 152, 880}, /* 3.13 */
+};
+
+/* Stable from 3.11 to 3.13. */
+#define OB_TYPE        8
+#define TP_BASICSIZE   32
+#define TP_FLAGS       168
+#define MD_DICT        16 /* PyModuleObject */
+#define MA_KEYS        32 /* PyDictObject */
+#define MA_VALUES      40
+#define DK_LOG2_SIZE   8 /* PyDictKeysObject */
+#define DK_LOG2_INDEX  9
+#define DK_KIND        10
+#define DK_NENTRIES    24
+#define DK_INDICES     32
+#define DK_GENERAL     0
+#define MANAGED_DICT   (1ul << 4) /* Py_TPFLAGS_MANAGED_DICT */
+#define INLINE_VALUES  (1ul << 2) /* Py_TPFLAGS_INLINE_VALUES (3.13) */
+#define VALUES_HDR_313 8          /* _PyDictValues: capacity, size, embedded, valid, pad */
+
+struct ctx {
+    struct remote r;
+    const struct pyrt_layout *L;
+    unsigned minor;
+};
+
+static int rd64(struct ctx *c, uint64_t addr, uint64_t *v)
+{
+    return remote_read(&c->r, addr, v, 8);
+}
+
+/* The ASCII text of str `obj` into out (NUL-terminated); -ENOENT when it is not compact ASCII
+ * or longer than size - 1, or (want_len >= 0) not want_len characters long. */
+static int str_text_len(struct ctx *c, uint64_t obj, char *out, size_t size, int64_t want_len)
+{
+    const struct pyrt_layout *L = c->L;
+    uint8_t h[32];
+    uint32_t span = L->str_state + 4 - L->str_length, state;
+    int64_t len;
+    int rc;
+
+    if (span > sizeof(h) || (rc = remote_read(&c->r, obj + L->str_length, h, span)))
+        return -ENOENT;
+    memcpy(&len, h, 8);
+    memcpy(&state, h + (L->str_state - L->str_length), 4);
+    if (!((state >> 5) & 1) || !((state >> 6) & 1) || len < 0 || (size_t)len >= size ||
+        (want_len >= 0 && len != want_len))
+        return -ENOENT;
+    if ((rc = remote_read(&c->r, obj + L->str_ascii_data, out, (size_t)len)))
+        return rc;
+    out[len] = 0;
+    return 0;
+}
+
+static int str_text(struct ctx *c, uint64_t obj, char *out, size_t size)
+{
+    return str_text_len(c, obj, out, size, -1);
+}
+
+/* The entries of the keys object at `keys`: *kind, *n, and a malloc'd copy (16 or 24 bytes each). */
+static int keys_entries(struct ctx *c, uint64_t keys, uint8_t *kind, size_t *n, uint8_t **out)
+{
+    uint8_t h[DK_INDICES];
+    int64_t nent;
+    size_t esz;
+    int rc;
+
+    if ((rc = remote_read(&c->r, keys, h, sizeof(h))))
+        return rc;
+    memcpy(&nent, h + DK_NENTRIES, 8);
+    *kind = h[DK_KIND];
+    esz = *kind == DK_GENERAL ? 24 : 16;
+    if (nent < 0 || nent > MAX_ENTRIES || h[DK_LOG2_INDEX] > 20 || h[DK_LOG2_SIZE] > 20)
+        return -EPROTO;
+    *n = (size_t)nent;
+    *out = malloc(*n * esz + 1);
+    if (!*out)
+        return -ENOMEM;
+    rc = *n ? remote_read(&c->r, keys + DK_INDICES + (1ull << h[DK_LOG2_INDEX]), *out, *n * esz) : 0;
+    if (rc) {
+        free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+static uint64_t ent_u64(const uint8_t *e, size_t at)
+{
+    uint64_t v;
+
+    memcpy(&v, e + at, 8);
+    return v;
+}
+
+/* Index of the first of the n str keys at `key` (a pointer every `stride` bytes) that is `want`
+ * (-ENOENT): every key's length, state and first characters are read in one batched call, not
+ * one key after another (sys.modules holds hundreds; a name looked for misses in all of them). */
+static int keys_match(struct ctx *c, const uint8_t *key, size_t n, size_t stride, const char *want)
+{
+    const struct pyrt_layout *L = c->L;
+    const size_t wl = strlen(want), span = L->str_ascii_data + wl - L->str_length;
+    int found = -ENOENT;
+
+    if (L->str_state + 4 > L->str_ascii_data || wl >= MAX_NAME)
+        return -ENOENT;
+    struct remote_seg *segs = malloc(n * sizeof(*segs));
+    uint8_t *buf = malloc(n * span + 1);
+    if (!segs || !buf) {
+        free(segs);
+        free(buf);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        segs[i] = REMOTE_SEG(ent_u64(key + i * stride, 0) ? ent_u64(key + i * stride, 0) + L->str_length : 0,
+                             buf + i * span, ent_u64(key + i * stride, 0) ? span : 0);
+    if (remote_readv(&c->r, segs, n, true) >= 0) {
+        for (size_t i = 0; i < n && found < 0; i++) {
+            const uint8_t *h = buf + i * span;
+            int64_t len;
+            uint32_t state;
+            if (!segs[i].len || !segs[i].ok)
+                continue;
+            memcpy(&len, h, 8);
+            memcpy(&state, h + (L->str_state - L->str_length), 4);
+            /* compact ASCII (the str's state bits), as long as `want` and spelt the same */
+            if (((state >> 5) & 1) && ((state >> 6) & 1) && len == (int64_t)wl &&
+                !memcmp(h + (L->str_ascii_data - L->str_length), want, wl))
+                found = (int)i;
+        }
+    }
+    free(segs);
+    free(buf);
+    return found;
+}
+
+/* Index of the str key `want` in the keys object (-ENOENT); with `hash`, the general entry whose
+ * stored hash is `hash` instead (an int key: its hash is its value). *value: the entry's value. */
+static int keys_find(struct ctx *c, uint64_t keys, const char *want, const int64_t *hash, uint64_t *value)
+{
+    uint8_t kind, *e = NULL;
+    size_t n, esz, koff, voff;
+    int rc = keys_entries(c, keys, &kind, &n, &e), found = -ENOENT;
+
+    if (rc)
+        return rc;
+    esz = kind == DK_GENERAL ? 24 : 16;
+    koff = kind == DK_GENERAL ? 8 : 0;
+    voff = kind == DK_GENERAL ? 16 : 8;
+    if (!hash) {
+        found = n ? keys_match(c, e + koff, n, esz, want) : -ENOENT;
+    } else if (kind == DK_GENERAL) {
+        for (size_t i = 0; i < n && found < 0; i++)
+            if (ent_u64(e + i * esz, koff) && (int64_t)ent_u64(e + i * esz, 0) == *hash)
+                found = (int)i;
+    }
+    if (found >= 0)
+        *value = ent_u64(e + (size_t)found * esz, voff);
+    free(e);
+    return found;
+}
+
+/* dict[key] for a str key (or an int key given by its hash). */
+static int dict_get(struct ctx *c, uint64_t dict, const char *key, const int64_t *hash, uint64_t *value)
+{
+    uint64_t keys, values;
+    int i, rc;
+
+    if ((rc = rd64(c, dict + MA_KEYS, &keys)) || (rc = rd64(c, dict + MA_VALUES, &values)))
+        return rc;
+    if ((i = keys_find(c, keys, key, hash, value)) < 0)
+        return i;
+    if (!values)
+        return *value ? 0 : -ENOENT;
+    /* a split table: the values live apart, in key order */
+    return rd64(c, values + (c->minor >= 13 ? VALUES_HDR_313 : 0) + 8 * (uint64_t)i, value)
+               ?: (*value ? 0 : -ENOENT);
+}
+
+/* The attribute `name` of an instance of a class defined in Python (its managed or inline values,
+ * else its dict). */
+static int attr_get(struct ctx *c, uint64_t obj, const char *name, uint64_t *value)
+{
+    uint64_t type, flags, keys, values = 0, dict = 0, basic;
+    int i, rc;
+
+    if ((rc = rd64(c, obj + OB_TYPE, &type)) || (rc = rd64(c, type + TP_FLAGS, &flags)))
+        return rc;
+    if (c->minor >= 13 && (flags & INLINE_VALUES)) {
+        uint8_t hdr[VALUES_HDR_313];
+
+        if ((rc = rd64(c, type + TP_BASICSIZE, &basic)) ||
+            (rc = remote_read(&c->r, obj + basic, hdr, sizeof(hdr))))
+            return rc;
+        if (hdr[3]) /* valid: no dict was made of them */
+            values = obj + basic + VALUES_HDR_313;
+        else if ((rc = rd64(c, obj - 24, &dict)))
+            return rc;
+    } else if (flags & MANAGED_DICT) {
+        uint64_t w;
+
+        if ((rc = rd64(c, obj - (c->minor == 11 ? 32 : 24), &w)))
+            return rc;
+        if (c->minor == 11 && w)
+            values = w;
+        else if (c->minor == 12 && (w & 1))
+            values = w + 1; /* stored as values - 1: the low bit tells values from a dict */
+        else if (c->minor == 11 && (rc = rd64(c, obj - 24, &dict)))
+            return rc;
+        else if (c->minor == 12)
+            dict = w;
+    } else {
+        return -ENOENT;
+    }
+    if (dict)
+        return dict_get(c, dict, name, NULL, value);
+    if (!values)
+        return -ENOENT;
+    if ((rc = rd64(c, type + offs[c->minor - 11].ht_cached_keys, &keys)))
+        return rc;
+    uint64_t unused;
+
+    if ((i = keys_find(c, keys, name, NULL, &unused)) < 0)
+        return i;
+    return rd64(c, values + 8 * (uint64_t)i, value) ?: (*value ? 0 : -ENOENT);
+}
+
+int pythreads_name(const struct pyrt *rt, pid_t pid, uint64_t tstate, char *out, size_t size)
+{
+    struct ctx c = {.L = &rt->L, .minor = rt->L.minor};
+    uint64_t interp, modules, mod, mdict, active, thread, name, tid;
+    int64_t key;
+    int rc;
+
+    if (rt->L.major != 3 || c.minor < 11 || c.minor > 13 || rt->L.free_threaded)
+        return -ENOTSUP;
+    remote_init(&c.r, pid);
+    const struct thr_offsets *o = &offs[c.minor - 11];
+
+    if ((rc = rd64(&c, tstate + rt->L.ts_interp, &interp)) ||
+        (rc = rd64(&c, tstate + o->ts_thread_id, &tid)) || (rc = rd64(&c, interp + o->is_modules, &modules)))
+        return rc;
+    key = (int64_t)tid;
+    if (!modules || (rc = dict_get(&c, modules, "threading", NULL, &mod)) ||
+        (rc = rd64(&c, mod + MD_DICT, &mdict)) || (rc = dict_get(&c, mdict, "_active", NULL, &active)) ||
+        (rc = dict_get(&c, active, NULL, &key, &thread)) || (rc = attr_get(&c, thread, "_name", &name)))
+        return rc < 0 ? rc : -ENOENT;
+    return str_text(&c, name, out, size);
+}
