@@ -110,17 +110,34 @@ static int by_label(const void *a, const void *b)
     return strcmp(((const struct summary_row *)a)->label, ((const struct summary_row *)b)->label);
 }
 
-/* The threads seen so far (root frames of the profile), for the thread filter. */
+/* The threads seen so far (root frames of the profile), for the thread filter: one entry per
+ * thread id, under its frame's current name (a thread is named by its comm until its Python name
+ * is read, and the collector then renames its frame), so that f never stops at a name that no
+ * frame carries any more. */
 static void learn_threads(struct top *t, const struct profile *p)
 {
-    for (uint32_t i = 0; i < p->nframes && t->nthreads < TOP_MAX_THREADS; i++) {
-        if (p->frames[i].kind != FRAME_THREAD)
+    for (uint32_t i = 0; i < p->nframes; i++) {
+        const char *name = p->frames[i].name;
+        unsigned tid, known_tid;
+        int k;
+
+        if (p->frames[i].kind != FRAME_THREAD || sscanf(name, "thread %u", &tid) != 1)
             continue;
-        bool known = false;
-        for (int k = 0; k < t->nthreads && !known; k++)
-            known = !strcmp(t->threads[k], p->frames[i].name);
-        if (!known && (t->threads[t->nthreads] = strdup(p->frames[i].name)))
+        for (k = 0; k < t->nthreads; k++)
+            if (sscanf(t->threads[k], "thread %u", &known_tid) == 1 && known_tid == tid)
+                break;
+        if (k < t->nthreads && !strcmp(t->threads[k], name))
+            continue;
+        if (k == t->nthreads && k == TOP_MAX_THREADS)
+            continue;
+        char *copy = strdup(name);
+        if (!copy)
+            continue;
+        if (k < t->nthreads)
+            free(t->threads[k]);
+        else
             t->nthreads++;
+        t->threads[k] = copy;
     }
 }
 
@@ -301,7 +318,8 @@ static void gil_keep(struct top *t, const struct top_status *st)
         t->ngprev = 0; /* no baseline per thread: its interval is its whole run */
         return;
     }
-    memcpy(n, st->gil_threads, st->ngil_threads * sizeof(*n));
+    if (st->ngil_threads) /* gil_threads is NULL without a GIL */
+        memcpy(n, st->gil_threads, st->ngil_threads * sizeof(*n));
     t->gprev = n;
     t->ngprev = st->ngil_threads;
 }
@@ -359,7 +377,8 @@ static int refresh(struct top *t, const struct profile *p, const struct top_stat
         t->prev_all = 0;
         t->rebase = false;
     }
-    qsort(cum, n, sizeof(*cum), by_label);
+    if (n > 1) /* cum is NULL when the filtered thread has no sample (yet) */
+        qsort(cum, n, sizeof(*cum), by_label);
     struct summary_row *shown = malloc((n ? n : 1) * sizeof(*shown));
     if (!shown) {
         summary_table_free(cum, n);

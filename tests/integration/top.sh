@@ -144,14 +144,14 @@ run_gil() { # LABEL SPINNER_MIN EXTRA_OPTIONS...
         h=$(gil_own)
         check "$label: f to the hasher: it held the GIL in <= 20 % of its samples (${h:-?} %: $(gil_line))" le "$h" 20
     else
-        fail "$label: f to the hasher" "$(head -c 600 "$TMP/screen")"
+        fail "$label: f to the hasher" "$(head -c 600 "$TMP/screen") $(tail -c 400 "$TMP/$label-hash.err")"
     fi
     if filter_to spinner; then
         p=$(gil_own)
         check "$label: f to the spinner: it held the GIL in >= $spin_min % of its samples (${p:-?} %: $(gil_line))" \
             ge "$p" "$spin_min"
     else
-        fail "$label: f to the spinner" "$(head -c 600 "$TMP/screen")"
+        fail "$label: f to the spinner" "$(head -c 600 "$TMP/screen") $(tail -c 400 "$TMP/$label-hash.err")"
     fi
     tm kill-server
 }
