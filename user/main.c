@@ -134,6 +134,7 @@ static int check_target(struct run *r)
         o->pid = tgid;
     }
     target_stat(o->pid, &r->start_time, &state);
+    target_watch_open(&r->watch, o->pid, r->start_time);
     return 0;
 }
 
@@ -493,7 +494,7 @@ static void sample(struct run *r)
                 r->target_gone = true;
                 break;
             }
-        } else if (!target_alive(o->pid, r->start_time)) {
+        } else if (!target_watch_alive(&r->watch)) {
             r->target_gone = true;
             break;
         }
@@ -538,6 +539,7 @@ static void cleanup(struct run *r)
     } else if (r->child && !r->target_gone) {
         waitpid(r->child, &r->child_status, WNOHANG);
     }
+    target_watch_close(&r->watch);
     top_close(r->top);
     if (r->sampler)
         sampler_close(r->sampler);
@@ -550,7 +552,7 @@ static void cleanup(struct run *r)
 int main(int argc, char **argv)
 {
     struct cli_options o = {0};
-    struct run r = {.o = &o, .go_fd = -1, .err_fd = -1};
+    struct run r = {.o = &o, .go_fd = -1, .err_fd = -1, .watch = {.pidfd = -1}};
     int err, ret = 1;
 
     if (argc > 1 && !strcmp(argv[1], "render"))

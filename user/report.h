@@ -16,6 +16,7 @@
 #include "collect/collect.h"
 #include "output/output.h"
 #include "profile/profile.h"
+#include "target.h"
 #include "top.h"
 
 struct run {
@@ -33,6 +34,7 @@ struct run {
     /* The lifecycle main() walks through. */
     enum output_format fmt;
     unsigned long long start_time; /* of a PID target (clock ticks since boot), 0 unknown */
+    struct target_watch watch;     /* a PID target's life */
     pid_t child;                   /* a launched command, 0 none */
     int go_fd, err_fd;             /* releases the held command / reports its exec error */
     int child_status;

@@ -7,9 +7,11 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int target_stat(pid_t pid, unsigned long long *start, char *state)
@@ -195,7 +197,7 @@ static bool any_thread_running(pid_t pid)
     return found;
 }
 
-bool target_alive(pid_t pid, unsigned long long start)
+static bool proc_alive(pid_t pid, unsigned long long start)
 {
     unsigned long long now_start;
     char state;
@@ -205,4 +207,37 @@ bool target_alive(pid_t pid, unsigned long long start)
     if (state == 'Z' || state == 'X')
         return any_thread_running(pid);
     return true;
+}
+
+void target_watch_open(struct target_watch *w, pid_t pid, unsigned long long start)
+{
+    *w = (struct target_watch){.pid = pid, .start = start, .pidfd = -1};
+#ifdef SYS_pidfd_open
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+    if (fd < 0)
+        return;
+    /* The PID could have been reused between reading its start time and opening the pidfd. */
+    if (!proc_alive(pid, start)) {
+        close(fd);
+        return;
+    }
+    w->pidfd = fd;
+#endif
+}
+
+bool target_watch_alive(const struct target_watch *w)
+{
+    struct pollfd p = {.fd = w->pidfd, .events = POLLIN};
+
+    if (w->pidfd < 0)
+        return proc_alive(w->pid, w->start);
+    return poll(&p, 1, 0) == 0;
+}
+
+void target_watch_close(struct target_watch *w)
+{
+    if (w->pidfd >= 0)
+        close(w->pidfd);
+    w->pidfd = -1;
 }

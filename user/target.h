@@ -17,9 +17,20 @@ int target_check(pid_t pid);
 pid_t target_tgid(pid_t pid);
 /* Start time (clock ticks since boot) and state letter of a process, from /proc/PID/stat. */
 int target_stat(pid_t pid, unsigned long long *start, char *state);
-/* Whether the process that had start time `start` still runs: false once it exited, is a
- * zombie with no live thread, or its PID was reused by another process. */
-bool target_alive(pid_t pid, unsigned long long start);
+/* A PID target's life, watched through a pidfd where the kernel has them (readable once the
+ * process's last thread has exited: one poll per check, and a reused PID cannot fool it), else
+ * through /proc/PID/stat at each check (its start time tells a reused PID). */
+struct target_watch {
+    pid_t pid;
+    unsigned long long start; /* clock ticks since boot */
+    int pidfd;                /* -1: /proc */
+};
+/* Starts watching the process that has start time `start` now. */
+void target_watch_open(struct target_watch *w, pid_t pid, unsigned long long start);
+/* Whether it still runs: false once it exited, is a zombie with no live thread, or its PID names
+ * another process. */
+bool target_watch_alive(const struct target_watch *w);
+void target_watch_close(struct target_watch *w);
 /* The command line: argv joined, or /proc/PID/cmdline when argv is NULL ("" if unreadable). */
 void target_cmdline(pid_t pid, char **argv, char *buf, size_t size);
 /* Forks argv held on a pipe: writing a byte to *go_fd releases it into exec; *err_fd then

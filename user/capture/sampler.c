@@ -169,6 +169,10 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
     bpf_program__set_autoload(s->skel->progs.sample, !o->no_oncpu);
     s->ring_size = o->ring_size ? pow2_at_least(o->ring_size) : choose_ring_size(&s->opts, ncpu);
     err = bpf_map__set_max_entries(s->skel->maps.events, s->ring_size);
+    /* An LRU map's entries are allocated at creation, ~1.5 ms for SAMPLE_MAX_THREADS of them:
+     * only the off-CPU program uses this one. */
+    if (!err && !o->offcpu)
+        err = bpf_map__set_max_entries(s->skel->maps.offcpu_since, 1);
     if (err)
         goto fail;
 
