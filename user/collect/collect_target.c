@@ -71,6 +71,7 @@ void collect_attach_python(struct collector *c, struct collect_target *t)
             (void)proc_set_gdbjit(t->proc, pystack_runtime(t->ps)->jit_descriptor);
         t->py = PY_ATTACHED;
         c->st.python_targets++;
+        pykernel_teach_threads(c->pk, t->ps);
         if (c->opts.verbose)
             fprintf(stderr, "pyebpf-sample: PID %d is Python %s (%s): Python frames merged\n", (int)t->pid,
                     pystack_runtime(t->ps)->version, pystack_runtime(t->ps)->path);
@@ -136,10 +137,18 @@ int collect_set_sampler(struct collector *c, struct sampler *s)
                                                                                                : NULL,
                                              .arg = s};
 
+    int rc;
+
     pykernel_close(c->pk);
     c->pk = NULL;
     c->sampler = s;
-    return s ? pykernel_open(&c->pk, sampler_py_frames(s) ? &teacher : NULL) : 0;
+    if (!s || (rc = pykernel_open(&c->pk, sampler_py_frames(s) ? &teacher : NULL)) != 0)
+        return s ? rc : 0;
+    /* targets attached before the sampler existed (a PID named on the command line) */
+    for (size_t i = 0; i < c->ntargets; i++)
+        if (c->targets[i].py == PY_ATTACHED && c->targets[i].ps)
+            pykernel_teach_threads(c->pk, c->targets[i].ps);
+    return 0;
 }
 
 int collect_python_attach(struct collector *c, pid_t pid)

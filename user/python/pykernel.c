@@ -270,26 +270,46 @@ static bool proc_ready(struct pykernel *pk, struct pystack *ps, pid_t pid)
     return !p->refused;
 }
 
-/* After a remote read of tid: its thread state into the kernel, unless it is there already. A
- * stale record means the kernel dropped the entry: teach it again. */
-static void teach(struct pykernel *pk, struct pystack *ps, const struct sample_event *ev)
+/* tid's thread state into the kernel; `again` when the kernel dropped its entry (a stale record). */
+static void learn(struct pykernel *pk, uint32_t tid, uint64_t tstate, bool again)
 {
-    uint64_t tstate;
-    size_t j;
+    size_t j = tid_slot(pk, tid);
 
-    if (!pk->teach.layout || !proc_ready(pk, ps, ev->pid))
+    if (pk->tids[j] && !again)
         return;
-    j = tid_slot(pk, ev->tid);
-    if (pk->tids[j] && !(ev->py_flags & SAMPLE_PY_STALE))
-        return;
-    if (pystack_thread_state(ps, ev->tid, &tstate) || pk->teach.tstate(pk->teach.arg, (pid_t)ev->tid, tstate))
+    if (pk->teach.tstate(pk->teach.arg, (pid_t)tid, tstate))
         return;
     pk->st.threads_taught++;
     if (!pk->tids[j]) {
-        pk->tids[j] = ev->tid;
+        pk->tids[j] = tid;
         if (++pk->ntids * 2 > pk->cap_tids)
             tids_grow(pk);
     }
+}
+
+/* After a remote read of tid: its thread state into the kernel, unless it is there already. */
+static void teach(struct pykernel *pk, struct pystack *ps, const struct sample_event *ev)
+{
+    uint64_t tstate;
+
+    if (!pk->teach.layout || !proc_ready(pk, ps, ev->pid))
+        return;
+    if (pk->tids[tid_slot(pk, ev->tid)] && !(ev->py_flags & SAMPLE_PY_STALE))
+        return; /* known: no lookup */
+    if (!pystack_thread_state(ps, ev->tid, &tstate))
+        learn(pk, ev->tid, tstate, ev->py_flags & SAMPLE_PY_STALE);
+}
+
+static int learn_one(void *pk, pid_t tid, uint64_t tstate)
+{
+    learn(pk, (uint32_t)tid, tstate, false);
+    return 0;
+}
+
+void pykernel_teach_threads(struct pykernel *pk, struct pystack *ps)
+{
+    if (pk && pk->teach.layout && proc_ready(pk, ps, pystack_pid(ps)))
+        (void)pystack_each_thread(ps, learn_one, pk); /* a thread not listed is taught at its first sample */
 }
 
 /* Whether the captured chain starts (leaf side) with an eval-loop entry shim: the merge pairs the

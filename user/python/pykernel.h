@@ -68,6 +68,12 @@ void pykernel_close(struct pykernel *pk);
 int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample_event *ev, size_t len,
                     struct pystack_frame *out, size_t max, unsigned *flags, bool *in_kernel);
 
+/* The process's layout and every thread it has now into the kernel, so that their first samples
+ * carry their chain (a thread taught only at its first fallback read has those first samples
+ * paired with a read made later, at the drain). Threads started later are taught at their first
+ * sample. A no-op when nothing is taught (pk NULL, or opened without a teacher). */
+void pykernel_teach_threads(struct pykernel *pk, struct pystack *ps);
+
 /* The rows for --stats (python_frames_in_kernel is the collector's): python_samples_in_kernel,
  * python_kernel_fallbacks, python_threads_in_kernel, python_kernel_stale, python_kernel_broken,
  * python_kernel_truncated, and with the program's counters `kc` (may be NULL)

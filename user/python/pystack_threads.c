@@ -154,3 +154,12 @@ int pystack_thread_slot(struct pystack *ps, pid_t tid)
     ps->l1.valid = true;
     return s;
 }
+
+int pystack_each_thread(struct pystack *ps, int (*fn)(void *arg, pid_t tid, uint64_t tstate), void *arg)
+{
+    int rc = pystack_refresh_threads(ps);
+
+    for (uint32_t i = 0; !rc && i < ps->nslots; i++)
+        rc = fn(arg, ps->slots[i].tid, ps->slots[i].tstate);
+    return rc;
+}
