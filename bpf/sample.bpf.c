@@ -16,8 +16,11 @@
  * as the sample itself); user space drains the ring on a timer. A full ring drops the record
  * and counts it in a per-CPU counter, so loss is exact.
  */
+/* No CO-RE: vmlinux.h gives the UAPI types (pt_regs, the perf_event context) and helper
+ * prototypes; the kernel's own structs are read at offsets the loader found in the running
+ * kernel's BTF (cfg_koff), so libbpf never has to load that BTF. */
+#define BPF_NO_PRESERVE_ACCESS_INDEX
 #include "vmlinux.h"
-#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
@@ -36,6 +39,25 @@ const volatile __u64 cfg_pidns_dev = 0;
 const volatile __u64 cfg_pidns_ino = 0;
 /* Python frames read per sample at most (0: no Python reader). */
 const volatile __u32 cfg_py_frames = 0;
+/* The running kernel's struct offsets (sample.h). */
+const volatile struct sample_koff cfg_koff = {};
+
+/* A kernel word at `base + off` (0 when it cannot be read). */
+static __always_inline __u64 kread64(const void *base, __u32 off)
+{
+    __u64 v = 0;
+
+    bpf_probe_read_kernel(&v, sizeof(v), (const char *)base + off);
+    return v;
+}
+
+static __always_inline __u32 kread32(const void *base, __u32 off)
+{
+    __u32 v = 0;
+
+    bpf_probe_read_kernel(&v, sizeof(v), (const char *)base + off);
+    return v;
+}
 
 /* Processes to sample (tgid -> unused). Launch mode and child tracking add entries. */
 struct {
@@ -139,7 +161,7 @@ static __always_inline __u32 copy_stack(struct sample_event *ev, struct task_str
     if (known)
         end = *known;
     else if (tid == tgid)
-        end = BPF_CORE_READ(task, mm, start_stack);
+        end = kread64((void *)kread64(task, cfg_koff.task_mm), cfg_koff.mm_start_stack);
     if (end > sp && end - sp < len) {
         len = end - sp;
         ev->flags |= SAMPLE_F_COPY_BOUNDED;
@@ -440,7 +462,8 @@ static __always_inline bool current_target(__u32 *tgid, __u32 *tid)
 
     if (start) {
         struct task_struct *cur = bpf_get_current_task_btf();
-        __u64 ticks = BPF_CORE_READ(cur, group_leader, start_boottime) / SAMPLE_TICK_NS;
+        __u64 leader = kread64(cur, cfg_koff.task_group_leader);
+        __u64 ticks = kread64((void *)leader, cfg_koff.task_start_boottime) / SAMPLE_TICK_NS;
 
         if (ticks != *start) {
             count(SAMPLE_CNT_REUSED);
@@ -497,7 +520,7 @@ static __always_inline int record(void *ctx, __u32 tgid, __u32 tid, __u32 flags,
     task = bpf_get_current_task_btf();
     /* A probe read, not a load through the trusted pointer: the verifier checks such a load by
      * searching the kernel's BTF for the type by name: a quarter of the program's load time. */
-    if (!BPF_CORE_READ(task, mm)) {
+    if (!kread64(task, cfg_koff.task_mm)) {
         ev->flags |= SAMPLE_F_NO_UREGS;
         __builtin_memset(&ev->regs, 0, sizeof(ev->regs));
         bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
@@ -623,13 +646,15 @@ static __always_inline void offcpu_wake(const struct offcpu_out *o, __u64 back, 
  * record a sample would give it (kernel stack always: it names the wait), flagged
  * SAMPLE_F_OFFCPU; a thread coming back gets a small struct sample_wake with the time it was
  * off. The program runs on the CPU of the switch, as `prev`, so the capture reads prev's own
- * registers and memory. Loaded and attached only in those modes.
+ * registers and memory. Loaded and attached only in those modes. A raw tracepoint (its
+ * arguments are the tracepoint's prototype, as words): attached by name, with neither tracefs
+ * nor the kernel's BTF.
  */
-SEC("tp_btf/sched_switch")
+SEC("raw_tp/sched_switch")
 int BPF_PROG(offcpu, bool preempt, struct task_struct *prev, struct task_struct *next,
              unsigned int prev_state)
 {
-    __u32 ktid = next->pid, tgid, tid, flags;
+    __u32 ktid = kread32(next, cfg_koff.task_pid), tgid, tid, flags;
     __u64 now = bpf_ktime_get_ns(), ran;
     struct offcpu_out *o = bpf_map_lookup_elem(&offcpu_since, &ktid), out = {};
 
@@ -640,14 +665,14 @@ int BPF_PROG(offcpu, bool preempt, struct task_struct *prev, struct task_struct 
     if (!current_target(&tgid, &tid))
         return 0;
     count(SAMPLE_CNT_OFFCPU_SWITCHES);
-    ktid = prev->pid;
+    ktid = (__u32)bpf_get_current_pid_tgid(); /* prev is the current task */
     o = bpf_map_lookup_elem(&offcpu_since, &ktid);
     if (o) {
         /* Leaving the CPU while still off it: the program did not run for its way back in
          * (on 6.18 a few switches in 4,000 pass by it). It came back when this stint on the
          * CPU began: its run time since it was last picked (scheduler clock, a duration) ago. */
         count(SAMPLE_CNT_OFFCPU_UNSEEN);
-        ran = BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime);
+        ran = kread64(prev, cfg_koff.task_sum_exec) - kread64(prev, cfg_koff.task_prev_sum_exec);
         offcpu_wake(o, ran < now ? now - ran : 0, now);
     }
     flags = SAMPLE_F_IN_KERNEL | SAMPLE_F_OFFCPU;
@@ -670,10 +695,10 @@ int BPF_PROG(offcpu, bool preempt, struct task_struct *prev, struct task_struct 
 
 /* --children: a process forked by a target becomes a target (threads share the tgid already).
  * Loaded and attached only when asked for. */
-SEC("tp_btf/sched_process_fork")
+SEC("raw_tp/sched_process_fork")
 int BPF_PROG(follow_fork, struct task_struct *parent, struct task_struct *child)
 {
-    __u32 ptgid = parent->tgid, ctgid = child->tgid;
+    __u32 ptgid = kread32(parent, cfg_koff.task_tgid), ctgid = kread32(child, cfg_koff.task_tgid);
     __u8 one = 1;
 
     if (ptgid == ctgid)
@@ -682,17 +707,19 @@ int BPF_PROG(follow_fork, struct task_struct *parent, struct task_struct *child)
         /* The parent runs the fork: its ids come from the helper; the child, a new process and
          * its own group leader, is numbered at the same namespace level. */
         struct bpf_pidns_info ns;
-        struct pid *cpid = child->thread_pid;
-        unsigned int level;
-        struct upid up;
+        __u64 cpid = kread64(child, cfg_koff.task_thread_pid);
+        __u32 level, nr;
 
         if (bpf_get_ns_current_pid_tgid(cfg_pidns_dev, cfg_pidns_ino, &ns, sizeof(ns)))
             return 0;
-        level = BPF_CORE_READ(parent, thread_pid, level);
-        if (level > 32 || bpf_probe_read_kernel(&up, sizeof(up), &cpid->numbers[level]))
+        level = kread32((void *)kread64(parent, cfg_koff.task_thread_pid), cfg_koff.pid_level);
+        if (level > 32 ||
+            bpf_probe_read_kernel(&nr, sizeof(nr),
+                                  (void *)(cpid + cfg_koff.pid_numbers + level * cfg_koff.upid_size +
+                                           cfg_koff.upid_nr)))
             return 0;
         ptgid = ns.tgid;
-        ctgid = up.nr;
+        ctgid = nr;
     }
     if (!bpf_map_lookup_elem(&targets, &ptgid))
         return 0;
@@ -701,7 +728,7 @@ int BPF_PROG(follow_fork, struct task_struct *parent, struct task_struct *child)
 }
 
 /* Launch mode: a pending process becomes a target at its exec. Loaded only in launch mode. */
-SEC("tp_btf/sched_process_exec")
+SEC("raw_tp/sched_process_exec")
 int BPF_PROG(start_on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
     __u32 tgid = bpf_get_current_pid_tgid() >> 32;

@@ -247,6 +247,29 @@ struct sample_wake {
     __u64 off_ns;
 };
 
+/*
+ * The kernel's own struct offsets the programs read (bytes), found by the loader in the running
+ * kernel's BTF (user/capture/kbtf.h) and set as constants before the load, in place of CO-RE
+ * relocations: libbpf would read and index the whole BTF for them at every start. The programs
+ * read these fields with bpf_probe_read_kernel only; nothing in them depends on the layout of
+ * the kernel they were compiled against.
+ */
+struct sample_koff {
+    __u32 task_mm;            /* task_struct.mm */
+    __u32 task_group_leader;  /* task_struct.group_leader */
+    __u32 task_start_boottime; /* task_struct.start_boottime (u64 ns) */
+    __u32 task_pid;           /* task_struct.pid (pid_t) */
+    __u32 task_tgid;          /* task_struct.tgid (pid_t) */
+    __u32 task_thread_pid;    /* task_struct.thread_pid */
+    __u32 task_sum_exec;      /* task_struct.se.sum_exec_runtime (u64 ns) */
+    __u32 task_prev_sum_exec; /* task_struct.se.prev_sum_exec_runtime (u64 ns) */
+    __u32 mm_start_stack;     /* mm_struct.start_stack */
+    __u32 pid_level;          /* struct pid.level (unsigned int) */
+    __u32 pid_numbers;        /* struct pid.numbers[] (struct upid) */
+    __u32 upid_size;          /* sizeof(struct upid) */
+    __u32 upid_nr;            /* struct upid.nr (int) */
+};
+
 #define SAMPLE_HDR_SIZE 2168
 _Static_assert(sizeof(struct sample_pyframe) == 24, "sample_pyframe layout");
 _Static_assert(sizeof(struct sample_pylayout) == 36, "sample_pylayout layout");

@@ -6,7 +6,7 @@
 # generated $(BUILD)/tests/gen/pythons.h (tests/unit/pytargets.h includes it).
 
 # The collector's whole per-sample pipeline, shared by the tests of collect/ and what drives it.
-UNIT_COLLECT := user/collect/offcpu user/python/pythreads user/capture/remote user/capture/sampler user/collect/collect user/collect/collect_target user/collect/gil \
+UNIT_COLLECT := user/collect/offcpu user/python/pythreads user/capture/remote user/capture/sampler user/capture/kbtf user/collect/collect user/collect/collect_target user/collect/gil \
                 user/collect/fcache user/collect/merge user/profile/profile \
                 user/python/linetable user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack user/python/pyeval \
                 user/python/pykernel user/python/pyrt user/python/pyrt_debug user/python/pystack user/python/pystack_predict user/python/pystack_threads \
@@ -52,7 +52,7 @@ test_output_OBJS := user/output/escape user/output/folded user/output/output use
 test_perfmap_OBJS := jitdump/perfmap jitdump/sinkfile user/symbols/perfmap_read user/util/readfile
 test_profile_OBJS := user/profile/profile
 test_progress_OBJS := $(UNIT_COLLECT) user/progress
-test_pykernel_OBJS := user/capture/remote user/capture/sampler user/profile/profile \
+test_pykernel_OBJS := user/capture/remote user/capture/sampler user/capture/kbtf user/profile/profile \
                       user/python/linetable user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack \
                       user/python/pykernel user/python/pyrt user/python/pyrt_debug \
                       user/python/pystack user/python/pystack_predict user/python/pystack_threads user/util/maps \
@@ -80,7 +80,7 @@ test_pystack_ds_OBJS := user/capture/remote user/profile/profile user/python/lin
 test_readfile_OBJS := user/symbols/jitdump_read user/symbols/perfmap_read user/util/readfile
 test_remote_OBJS := user/capture/remote
 test_taskiter_OBJS := user/capture/taskiter user/symbols/ksyms user/util/errmsg user/util/monotime
-test_sampler_OBJS := user/capture/sampler \
+test_sampler_OBJS := user/capture/sampler user/capture/kbtf \
     user/capture/stackends \
     user/util/maps
 test_stats_OBJS := user/util/stats \

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <linux/capability.h>
+#include <stddef.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "capture/kbtf.h"
 #include "capture/stackends.h"
 #include "sample.skel.h"
 
@@ -84,6 +86,51 @@ static size_t choose_ring_size(const struct sampler_opts *o, unsigned ncpus)
     if (want > RING_MAX)
         want = RING_MAX;
     return pow2_at_least(want);
+}
+
+/* The kernel's struct offsets the programs read (struct sample_koff), from its BTF: one walk of
+ * the mapped file, in place of libbpf's CO-RE (which reads and indexes all of it). -ENOENT
+ * without BTF, -EPROTO when it lacks a field (named with -v). */
+static int kernel_offsets(struct sample_koff *o, bool verbose)
+{
+    static const struct {
+        const char *type, *member;
+        size_t at;
+        uint32_t size; /* 0: not checked (a flexible array) */
+    } f[] = {
+        {"task_struct", "mm", offsetof(struct sample_koff, task_mm), 8},
+        {"task_struct", "group_leader", offsetof(struct sample_koff, task_group_leader), 8},
+        {"task_struct", "start_boottime", offsetof(struct sample_koff, task_start_boottime), 8},
+        {"task_struct", "pid", offsetof(struct sample_koff, task_pid), 4},
+        {"task_struct", "tgid", offsetof(struct sample_koff, task_tgid), 4},
+        {"task_struct", "thread_pid", offsetof(struct sample_koff, task_thread_pid), 8},
+        {"task_struct", "se.sum_exec_runtime", offsetof(struct sample_koff, task_sum_exec), 8},
+        {"task_struct", "se.prev_sum_exec_runtime", offsetof(struct sample_koff, task_prev_sum_exec), 8},
+        {"mm_struct", "start_stack", offsetof(struct sample_koff, mm_start_stack), 8},
+        {"pid", "level", offsetof(struct sample_koff, pid_level), 4},
+        {"pid", "numbers", offsetof(struct sample_koff, pid_numbers), 0},
+        {"upid", "nr", offsetof(struct sample_koff, upid_nr), 4},
+    };
+    struct kbtf k;
+    uint32_t off, size;
+    int rc = kbtf_open(&k, NULL);
+
+    if (rc)
+        return rc == -EINVAL ? -EPROTO : rc;
+    for (size_t i = 0; !rc && i < sizeof(f) / sizeof(f[0]); i++) {
+        if (kbtf_member(&k, f[i].type, f[i].member, &off, &size) || (f[i].size && size != f[i].size)) {
+            if (verbose)
+                fprintf(stderr, "pyebpf-sample: the kernel's BTF has no %s.%s of %u bytes\n", f[i].type,
+                        f[i].member, f[i].size);
+            rc = -EPROTO;
+        } else {
+            memcpy((char *)o + f[i].at, &off, sizeof(off));
+        }
+    }
+    if (!rc && kbtf_size(&k, "upid", &o->upid_size))
+        rc = -EPROTO;
+    kbtf_close(&k);
+    return rc;
 }
 
 static int on_record(void *ctx, void *data, size_t len)
@@ -153,6 +200,9 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
     s->skel->rodata->cfg_user_fp_stack = o->user_fp_stack;
     s->skel->rodata->cfg_py_frames = s->opts.py_frames;
     s->skel->rodata->cfg_gil = o->gil;
+    err = kernel_offsets((struct sample_koff *)&s->skel->rodata->cfg_koff, o->verbose);
+    if (err)
+        goto fail;
     {
         /* In a PID namespace other than the initial one (a container), the program translates
          * the kernel's ids into ours. */
@@ -546,7 +596,12 @@ const char *sampler_strerror(enum sampler_stage stage, int err, char *buf, size_
     }
     switch (stage) {
     case SAMPLER_STAGE_OPEN:
-        if (err == -ENOENT || err == -ESRCH)
+        if (err == -EPROTO)
+            snprintf(buf, size,
+                     "cannot open the BPF program: the kernel's BTF (/sys/kernel/btf/vmlinux) does not "
+                     "describe a field it reads (-v names it)%s",
+                     alt);
+        else if (err == -ENOENT || err == -ESRCH)
             snprintf(buf, size,
                      "cannot open the BPF program: the kernel has no BTF "
                      "(/sys/kernel/btf/vmlinux) or BPF support%s",

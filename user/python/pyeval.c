@@ -8,6 +8,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,9 +16,10 @@
 
 struct img {
     Elf *e;
+    int fd;
     uint64_t sym, symsz;
-    Elf_Data *text;
-    uint64_t text_addr;
+    uint8_t *code; /* the symbol's bytes (read alone: .text is megabytes) */
+    size_t codelen;
     Elf_Data *hdr;
     uint64_t hdr_addr;
 };
@@ -64,10 +66,15 @@ static void find_sections(struct img *m)
         if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
             continue;
         name = elf_strptr(m->e, shstr, sh.sh_name);
-        if ((sh.sh_flags & SHF_EXECINSTR) && m->sym >= sh.sh_addr &&
-            m->sym + m->symsz <= sh.sh_addr + sh.sh_size) {
-            m->text = elf_getdata(scn, NULL);
-            m->text_addr = sh.sh_addr;
+        if ((sh.sh_flags & SHF_EXECINSTR) && m->sym >= sh.sh_addr && m->sym < sh.sh_addr + sh.sh_size &&
+            !m->code) {
+            size_t len = sh.sh_addr + sh.sh_size - m->sym;
+
+            if (len > m->symsz)
+                len = m->symsz;
+            m->code = malloc(len ? len : 1);
+            if (m->code && pread(m->fd, m->code, len, (off_t)(sh.sh_offset + (m->sym - sh.sh_addr))) == (ssize_t)len)
+                m->codelen = len;
         } else if (name && !strcmp(name, ".eh_frame_hdr")) {
             m->hdr = elf_getdata(scn, NULL);
             m->hdr_addr = sh.sh_addr;
@@ -158,6 +165,7 @@ int pyeval_find(const char *path, struct pyeval_ranges *r)
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
+    m.fd = fd;
     m.e = elf_begin(fd, ELF_C_READ, NULL);
     if (!m.e) {
         close(fd);
@@ -168,12 +176,11 @@ int pyeval_find(const char *path, struct pyeval_ranges *r)
         goto out;
     add(r, m.e, m.sym, m.sym + (m.symsz ? m.symsz : 1));
     find_sections(&m);
-    if (!m.text || !m.text->d_buf || m.symsz < 6)
+    if (m.codelen < 6)
         goto out;
     {
-        const uint8_t *code = (const uint8_t *)m.text->d_buf + (m.sym - m.text_addr);
-        uint64_t avail = m.text->d_size - (m.sym - m.text_addr);
-        uint64_t len = m.symsz < avail ? m.symsz : avail;
+        const uint8_t *code = m.code;
+        uint64_t len = m.codelen;
 
         /* A byte scan, not a disassembly: a stray match must also land in a large FDE range
          * outside the symbol to count. */
@@ -196,6 +203,7 @@ int pyeval_find(const char *path, struct pyeval_ranges *r)
         }
     }
 out:
+    free(m.code);
     elf_end(m.e);
     close(fd);
     return err;

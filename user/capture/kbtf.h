@@ -1,0 +1,43 @@
+/*
+ * kbtf — the kernel's own BTF (/sys/kernel/btf/vmlinux), read for the few struct offsets the BPF
+ * programs take as constants (sampler.c, struct sample_koff).
+ *
+ *   /sys/kernel/btf/vmlinux ──mmap (6.16+; else one read)──▶ header, types, strings
+ *   kbtf_member(k, "task_struct", "se.sum_exec_runtime") ──▶ byte offset, size
+ *
+ * Why not libbpf's CO-RE: libbpf 1.1 reads the whole 5.5 MB file a page per `read` and indexes
+ * all of it before relocating anything, ~50 ms of CPU per start on a 6.18 kernel; the programs
+ * need a dozen offsets, which a walk of the mapped file finds in a few ms.
+ */
+#ifndef PYEBPF_KBTF_H
+#define PYEBPF_KBTF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct kbtf {
+    const uint8_t *data; /* the file */
+    size_t size;
+    int mapped;              /* data is a mapping (else malloc'd) */
+    const uint8_t *types;    /* type section */
+    uint32_t types_len;
+    const char *strs;        /* string section */
+    uint32_t strs_len;
+    uint32_t *off;           /* type id → offset in types (id 0: void) */
+    uint32_t ntypes;         /* ids 1..ntypes */
+};
+
+/* path NULL: /sys/kernel/btf/vmlinux. 0, or a negative errno (-EINVAL: not BTF as this reader
+ * knows it). */
+int kbtf_open(struct kbtf *k, const char *path);
+void kbtf_close(struct kbtf *k);
+
+/* The byte offset and size of `member` in struct (or union) `type`: a path of member names
+ * joined by '.', each looked up through anonymous structs and unions as C does. -ENOENT when
+ * the type or a member is missing, -EINVAL for a bitfield. */
+int kbtf_member(const struct kbtf *k, const char *type, const char *member, uint32_t *off, uint32_t *size);
+
+/* The size of struct (or union) `type`, or -ENOENT. */
+int kbtf_size(const struct kbtf *k, const char *type, uint32_t *size);
+
+#endif
