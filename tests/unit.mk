@@ -6,7 +6,7 @@
 # generated $(BUILD)/tests/gen/pythons.h (tests/unit/pytargets.h includes it).
 
 # The collector's whole per-sample pipeline, shared by the tests of collect/ and what drives it.
-UNIT_COLLECT := user/collect/offcpu user/python/pythreads user/capture/remote user/capture/sampler user/capture/kbtf user/collect/collect user/collect/collect_target user/collect/gil \
+UNIT_COLLECT := user/collect/offcpu user/python/pythreads user/capture/remote user/capture/sampler user/capture/sampler_err user/capture/kbtf user/collect/collect user/collect/collect_target user/collect/gil \
                 user/collect/fcache user/collect/merge user/profile/profile \
                 user/python/linetable user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack user/python/pyeval \
                 user/python/pykernel user/python/pyrt user/python/pyrt_debug user/python/pystack user/python/pystack_predict user/python/pystack_threads \
@@ -41,6 +41,7 @@ test_jit_reuse_OBJS := $(UNIT_COLLECT) jitdump/cfi jitdump/elfimg jitdump/gdbjit
                        jitdump/perfmap jitdump/pyjit jitdump/sinkfile
 test_jitdump_OBJS := jitdump/cfi jitdump/jitdump jitdump/sinkfile user/symbols/jitdump_read \
                      user/util/readfile
+test_kbtf_OBJS := user/capture/kbtf
 test_linetable_OBJS := user/python/linetable
 test_maps_OBJS := user/util/maps
 test_maps_leader_OBJS := user/util/maps
@@ -52,7 +53,7 @@ test_output_OBJS := user/output/escape user/output/folded user/output/output use
 test_perfmap_OBJS := jitdump/perfmap jitdump/sinkfile user/symbols/perfmap_read user/util/readfile
 test_profile_OBJS := user/profile/profile
 test_progress_OBJS := $(UNIT_COLLECT) user/progress
-test_pykernel_OBJS := user/capture/remote user/capture/sampler user/capture/kbtf user/profile/profile \
+test_pykernel_OBJS := user/capture/remote user/capture/sampler user/capture/sampler_err user/capture/kbtf user/profile/profile \
                       user/python/linetable user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack \
                       user/python/pykernel user/python/pyrt user/python/pyrt_debug \
                       user/python/pystack user/python/pystack_predict user/python/pystack_threads user/util/maps \
@@ -80,7 +81,7 @@ test_pystack_ds_OBJS := user/capture/remote user/profile/profile user/python/lin
 test_readfile_OBJS := user/symbols/jitdump_read user/symbols/perfmap_read user/util/readfile
 test_remote_OBJS := user/capture/remote
 test_taskiter_OBJS := user/capture/taskiter user/symbols/ksyms user/util/errmsg user/util/monotime
-test_sampler_OBJS := user/capture/sampler user/capture/kbtf \
+test_sampler_OBJS := user/capture/sampler user/capture/sampler_err user/capture/kbtf \
     user/capture/stackends \
     user/util/maps
 test_stats_OBJS := user/util/stats \
@@ -109,6 +110,13 @@ $(UNIT_GEN): tests/pythons tests/unit.mk
 	@mkdir -p $(@D)
 	{ echo '/* Generated from tests/pythons by tests/unit.mk: the interpreters, one per line. */'; \
 	  sed -n '/^[^#]/{/=/!{/^[^ ]*:/!s/^\([^ ]*\) \([^ ]*\).*/"\2", \/* \1 *\//p}}' $<; } > $@.tmp && mv $@.tmp $@
+
+# test_kbtf's reference offsets: the compiler's offsetof over the vmlinux.h bpftool wrote from
+# the running kernel's BTF (tests/unit/koff_ref.c), a decoder independent of kbtf.
+$(BUILD)/tests/gen/koff_ref.h: tests/unit/koff_ref.c $(BUILD)/bpf/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) -w -I$(BUILD)/bpf $< -o $(BUILD)/tests/gen/koff_ref && $(BUILD)/tests/gen/koff_ref > $@.tmp && mv $@.tmp $@
+$(BUILD)/tests/test_kbtf: $(BUILD)/tests/gen/koff_ref.h
 
 define UNIT_RULE
 $(BUILD)/tests/$(1): tests/unit/$(1).c $(call unit_objs,$(1)) $(wildcard tests/unit/*.h) $(UNIT_GEN)

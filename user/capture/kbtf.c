@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -286,4 +287,46 @@ int kbtf_size(const struct kbtf *k, const char *type, uint32_t *size)
         }
     }
     return -ENOENT;
+}
+
+int kbtf_sample_offsets(struct sample_koff *o, char *missing, size_t len)
+{
+    static const struct {
+        const char *type, *member;
+        size_t at;
+        uint32_t size; /* 0: not checked (a flexible array) */
+    } f[] = {
+        {"task_struct", "mm", offsetof(struct sample_koff, task_mm), 8},
+        {"task_struct", "group_leader", offsetof(struct sample_koff, task_group_leader), 8},
+        {"task_struct", "start_boottime", offsetof(struct sample_koff, task_start_boottime), 8},
+        {"task_struct", "pid", offsetof(struct sample_koff, task_pid), 4},
+        {"task_struct", "tgid", offsetof(struct sample_koff, task_tgid), 4},
+        {"task_struct", "thread_pid", offsetof(struct sample_koff, task_thread_pid), 8},
+        {"task_struct", "se.sum_exec_runtime", offsetof(struct sample_koff, task_sum_exec), 8},
+        {"task_struct", "se.prev_sum_exec_runtime", offsetof(struct sample_koff, task_prev_sum_exec), 8},
+        {"mm_struct", "start_stack", offsetof(struct sample_koff, mm_start_stack), 8},
+        {"pid", "level", offsetof(struct sample_koff, pid_level), 4},
+        {"pid", "numbers", offsetof(struct sample_koff, pid_numbers), 0},
+        {"upid", "nr", offsetof(struct sample_koff, upid_nr), 4},
+    };
+    struct kbtf k;
+    uint32_t off, size;
+    int rc = kbtf_open(&k, NULL);
+
+    if (rc)
+        return rc == -EINVAL ? -EPROTO : rc;
+    for (size_t i = 0; !rc && i < sizeof(f) / sizeof(f[0]); i++) {
+        if (kbtf_member(&k, f[i].type, f[i].member, &off, &size) || (f[i].size && size != f[i].size)) {
+            snprintf(missing, len, "%s.%s of %u bytes", f[i].type, f[i].member, f[i].size);
+            rc = -EPROTO;
+        } else {
+            memcpy((char *)o + f[i].at, &off, sizeof(off));
+        }
+    }
+    if (!rc && kbtf_size(&k, "upid", &o->upid_size)) {
+        snprintf(missing, len, "struct upid");
+        rc = -EPROTO;
+    }
+    kbtf_close(&k);
+    return rc;
 }

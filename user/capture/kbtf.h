@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sample.h"
+
 struct kbtf {
     const uint8_t *data; /* the file */
     size_t size;
@@ -39,5 +41,10 @@ int kbtf_member(const struct kbtf *k, const char *type, const char *member, uint
 
 /* The size of struct (or union) `type`, or -ENOENT. */
 int kbtf_size(const struct kbtf *k, const char *type, uint32_t *size);
+
+/* Every offset of struct sample_koff from the running kernel's BTF. 0; -ENOENT (or another
+ * errno) when the file cannot be read; -EPROTO when it is not BTF or lacks a field, named in
+ * `missing`. */
+int kbtf_sample_offsets(struct sample_koff *o, char *missing, size_t len);
 
 #endif

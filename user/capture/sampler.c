@@ -5,8 +5,6 @@
 #include "capture/sampler.h"
 
 #include <errno.h>
-#include <linux/capability.h>
-#include <stddef.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,7 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -88,51 +85,6 @@ static size_t choose_ring_size(const struct sampler_opts *o, unsigned ncpus)
     return pow2_at_least(want);
 }
 
-/* The kernel's struct offsets the programs read (struct sample_koff), from its BTF: one walk of
- * the mapped file, in place of libbpf's CO-RE (which reads and indexes all of it). -ENOENT
- * without BTF, -EPROTO when it lacks a field (named with -v). */
-static int kernel_offsets(struct sample_koff *o, bool verbose)
-{
-    static const struct {
-        const char *type, *member;
-        size_t at;
-        uint32_t size; /* 0: not checked (a flexible array) */
-    } f[] = {
-        {"task_struct", "mm", offsetof(struct sample_koff, task_mm), 8},
-        {"task_struct", "group_leader", offsetof(struct sample_koff, task_group_leader), 8},
-        {"task_struct", "start_boottime", offsetof(struct sample_koff, task_start_boottime), 8},
-        {"task_struct", "pid", offsetof(struct sample_koff, task_pid), 4},
-        {"task_struct", "tgid", offsetof(struct sample_koff, task_tgid), 4},
-        {"task_struct", "thread_pid", offsetof(struct sample_koff, task_thread_pid), 8},
-        {"task_struct", "se.sum_exec_runtime", offsetof(struct sample_koff, task_sum_exec), 8},
-        {"task_struct", "se.prev_sum_exec_runtime", offsetof(struct sample_koff, task_prev_sum_exec), 8},
-        {"mm_struct", "start_stack", offsetof(struct sample_koff, mm_start_stack), 8},
-        {"pid", "level", offsetof(struct sample_koff, pid_level), 4},
-        {"pid", "numbers", offsetof(struct sample_koff, pid_numbers), 0},
-        {"upid", "nr", offsetof(struct sample_koff, upid_nr), 4},
-    };
-    struct kbtf k;
-    uint32_t off, size;
-    int rc = kbtf_open(&k, NULL);
-
-    if (rc)
-        return rc == -EINVAL ? -EPROTO : rc;
-    for (size_t i = 0; !rc && i < sizeof(f) / sizeof(f[0]); i++) {
-        if (kbtf_member(&k, f[i].type, f[i].member, &off, &size) || (f[i].size && size != f[i].size)) {
-            if (verbose)
-                fprintf(stderr, "pyebpf-sample: the kernel's BTF has no %s.%s of %u bytes\n", f[i].type,
-                        f[i].member, f[i].size);
-            rc = -EPROTO;
-        } else {
-            memcpy((char *)o + f[i].at, &off, sizeof(off));
-        }
-    }
-    if (!rc && kbtf_size(&k, "upid", &o->upid_size))
-        rc = -EPROTO;
-    kbtf_close(&k);
-    return rc;
-}
-
 static int on_record(void *ctx, void *data, size_t len)
 {
     struct sampler *s = ctx;
@@ -200,9 +152,15 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
     s->skel->rodata->cfg_user_fp_stack = o->user_fp_stack;
     s->skel->rodata->cfg_py_frames = s->opts.py_frames;
     s->skel->rodata->cfg_gil = o->gil;
-    err = kernel_offsets((struct sample_koff *)&s->skel->rodata->cfg_koff, o->verbose);
-    if (err)
-        goto fail;
+    {
+        char field[96];
+
+        err = kbtf_sample_offsets((struct sample_koff *)&s->skel->rodata->cfg_koff, field, sizeof(field));
+        if (err == -EPROTO && o->verbose)
+            fprintf(stderr, "pyebpf-sample: the kernel's BTF has no %s\n", field);
+        if (err)
+            goto fail;
+    }
     {
         /* In a PID namespace other than the initial one (a container), the program translates
          * the kernel's ids into ours. */
@@ -551,113 +509,4 @@ void sampler_close(struct sampler *s)
     sample_bpf__destroy(s->skel);
     stackends_free(&s->ends);
     free(s);
-}
-
-/* Whether the effective set holds capability `cap` (false when unknown). */
-static bool has_cap(int cap)
-{
-    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-    struct __user_cap_data_struct d[2] = {{0}};
-
-    if (syscall(SYS_capget, &h, d))
-        return false;
-    return d[cap / 32].effective & (1u << (cap % 32));
-}
-
-/* "CAP_BPF and CAP_PERFMON", naming only those missing; empty when none is. */
-static const char *missing_caps(void)
-{
-    bool admin = has_cap(CAP_SYS_ADMIN);
-    bool bpf = admin || has_cap(CAP_BPF);
-    bool perfmon = admin || has_cap(CAP_PERFMON);
-
-    if (!bpf && !perfmon)
-        return "CAP_BPF and CAP_PERFMON";
-    if (!bpf)
-        return "CAP_BPF";
-    if (!perfmon)
-        return "CAP_PERFMON";
-    return "";
-}
-
-const char *sampler_strerror(enum sampler_stage stage, int err, char *buf, size_t size)
-{
-    const char *alt = "; without BPF rights, --no-bpf samples Python frames with ptrace rights only";
-    const char *missing = missing_caps();
-
-    if ((err == -EPERM || err == -EACCES) && *missing &&
-        (stage == SAMPLER_STAGE_LOAD || stage == SAMPLER_STAGE_PERF || stage == SAMPLER_STAGE_ATTACH ||
-         stage == SAMPLER_STAGE_OPEN)) {
-        snprintf(buf, size,
-                 "no permission to use BPF (%s): missing capability %s (run as root, "
-                 "or grant CAP_BPF and CAP_PERFMON)%s",
-                 strerror(-err), missing, alt);
-        return buf;
-    }
-    switch (stage) {
-    case SAMPLER_STAGE_OPEN:
-        if (err == -EPROTO)
-            snprintf(buf, size,
-                     "cannot open the BPF program: the kernel's BTF (/sys/kernel/btf/vmlinux) does not "
-                     "describe a field it reads (-v names it)%s",
-                     alt);
-        else if (err == -ENOENT || err == -ESRCH)
-            snprintf(buf, size,
-                     "cannot open the BPF program: the kernel has no BTF "
-                     "(/sys/kernel/btf/vmlinux) or BPF support%s",
-                     alt);
-        else
-            snprintf(buf, size, "cannot open the BPF program: %s", strerror(-err));
-        break;
-    case SAMPLER_STAGE_LOAD:
-        if (access("/sys/kernel/btf/vmlinux", R_OK))
-            snprintf(buf, size,
-                     "cannot load the BPF program: the kernel has no BTF (/sys/kernel/btf/vmlinux, "
-                     "CONFIG_DEBUG_INFO_BTF) to relocate it against (%s)%s",
-                     strerror(-err), alt);
-        else if (err == -ENOSYS)
-            snprintf(buf, size, "this kernel has no BPF support (bpf() not implemented)%s", alt);
-        else if (err == -EPERM)
-            snprintf(buf, size,
-                     "BPF is not allowed here (%s), although the capabilities are "
-                     "held: a security module or kernel.unprivileged_bpf_disabled/lockdown "
-                     "refuses it%s",
-                     strerror(-err), alt);
-        else {
-            struct utsname u;
-
-            if (uname(&u))
-                strcpy(u.release, "?");
-            snprintf(buf, size,
-                     "the kernel (%s) refused the BPF program: %s; it needs Linux 5.15 or later "
-                     "with BTF (run with -v for the verifier log)",
-                     u.release, strerror(-err));
-        }
-        break;
-    case SAMPLER_STAGE_PERF:
-        if (err == -EPERM || err == -EACCES)
-            snprintf(buf, size,
-                     "not allowed to open CPU-wide perf events (%s): needs CAP_PERFMON "
-                     "or kernel.perf_event_paranoid <= -1%s",
-                     strerror(-err), alt);
-        else if (err == -ENOENT || err == -ENOSYS || err == -EOPNOTSUPP)
-            snprintf(buf, size, "this kernel has no perf events for cpu-clock sampling: %s", strerror(-err));
-        else if (err == -EINVAL)
-            snprintf(buf, size,
-                     "perf_event_open refused the frequency (see "
-                     "/proc/sys/kernel/perf_event_max_sample_rate): %s",
-                     strerror(-err));
-        else
-            snprintf(buf, size, "perf_event_open failed: %s", strerror(-err));
-        break;
-    case SAMPLER_STAGE_ATTACH:
-        snprintf(buf, size, "cannot attach the BPF program to a perf event: %s", strerror(-err));
-        break;
-    case SAMPLER_STAGE_MAP:
-        snprintf(buf, size, "cannot update a BPF map: %s", strerror(-err));
-        break;
-    default:
-        snprintf(buf, size, "%s", strerror(-err));
-    }
-    return buf;
 }
