@@ -13,8 +13,9 @@
  * has to name the code objects.
  *
  * Records are submitted without waking the consumer (a wake-up per sample costs about as much
- * as the sample itself); user space drains the ring on a timer. A full ring drops the record
- * and counts it in a per-CPU counter, so loss is exact.
+ * as the sample itself) until the ring holds cfg_wake_bytes: then each record wakes it, so user
+ * space sleeps long (a timer bounds only the latency) and is woken before the ring fills. A
+ * full ring drops the record and counts it in a per-CPU counter, so loss is exact.
  */
 /* No CO-RE: vmlinux.h gives the UAPI types (pt_regs, the perf_event context) and helper
  * prototypes; the kernel's own structs are read at offsets the loader found in the running
@@ -41,6 +42,8 @@ const volatile __u64 cfg_pidns_ino = 0;
 const volatile __u32 cfg_py_frames = 0;
 /* The running kernel's struct offsets (sample.h). */
 const volatile struct sample_koff cfg_koff = {};
+/* Bytes in the ring from which a record wakes the consumer (0: every record does). */
+const volatile __u64 cfg_wake_bytes = 0;
 
 /* A kernel word at `base + off` (0 when it cannot be read). */
 static __always_inline __u64 kread64(const void *base, __u32 off)
@@ -126,6 +129,13 @@ struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
     __uint(max_entries, 8 << 20);
 } events SEC(".maps");
+
+/* The submit flag of a record: a wake-up only once the ring holds cfg_wake_bytes. */
+static __always_inline __u64 wake_flag(void)
+{
+    return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= cfg_wake_bytes ? BPF_RB_FORCE_WAKEUP
+                                                                             : BPF_RB_NO_WAKEUP;
+}
 
 static __always_inline void count_n(__u32 which, __u64 n)
 {
@@ -523,7 +533,7 @@ static __always_inline int record(void *ctx, __u32 tgid, __u32 tid, __u32 flags,
     if (!kread64(task, cfg_koff.task_mm)) {
         ev->flags |= SAMPLE_F_NO_UREGS;
         __builtin_memset(&ev->regs, 0, sizeof(ev->regs));
-        bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+        bpf_ringbuf_submit(ev, wake_flag());
         return 0;
     }
     /* ctx->regs are the kernel's registers when the sample landed in the kernel; the user
@@ -544,7 +554,7 @@ static __always_inline int record(void *ctx, __u32 tgid, __u32 tid, __u32 flags,
     }
     if (pyframes)
         py_capture(ev, tgid, tid, size);
-    bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+    bpf_ringbuf_submit(ev, wake_flag());
     return 0;
 }
 
@@ -638,7 +648,7 @@ static __always_inline void offcpu_wake(const struct offcpu_out *o, __u64 back, 
     w->flags = SAMPLE_F_WAKE | o->flags;
     w->time_ns = now;
     w->off_ns = back > o->since_ns ? back - o->since_ns : 0;
-    bpf_ringbuf_submit(w, BPF_RB_NO_WAKEUP);
+    bpf_ringbuf_submit(w, wake_flag());
 }
 
 /*

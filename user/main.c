@@ -43,6 +43,7 @@
 
 #define ALIVE_CHECK_NS  100000000ull
 #define PY_DRAIN_NS     5000000ull
+#define IDLE_DRAIN_NS   100000000ull /* the longest sleep: bounds the latency of --duration, top, progress */
 #define TOP_GIL_THREADS 256 /* threads whose GIL share top may name */
 
 static volatile sig_atomic_t exiting; /* the signal that ends the run, 0 until one came */
@@ -351,52 +352,44 @@ static void announce(struct run *r)
                 (int)o->pid, r->cmdline, o->frequency, o->duration ? "" : "; Ctrl-C to stop");
 }
 
-/* Drain often enough that the ring never holds more than a quarter of its size when every CPU
- * samples the target at full record size. */
-static uint64_t drain_interval(const struct run *r)
-{
-    const struct cli_options *o = r->o;
-    double rec = sizeof(struct sample_event) + stack_copy_bytes(o) + 8;
-    double per_s = rec * o->frequency * sampler_ncpus(r->sampler);
-    uint64_t interval_ns = (uint64_t)(sampler_ring_size(r->sampler) / 4 / per_s * 1e9);
-
-    if (interval_ns > 20000000)
-        interval_ns = 20000000;
-    if (interval_ns < 1000000)
-        interval_ns = 1000000;
-    return interval_ns;
-}
-
 /* Python stacks not captured in the kernel (a thread it does not know yet, a broken chain, no
  * in-kernel reader) are read when records are drained, and a new code object of an in-kernel
- * chain is named then: drain sooner while the last drain had such a read, or code objects freed
- * before they could be named (code made and dropped within milliseconds: exec, templates).
- * Otherwise the ring's own interval: a wake-up costs the collector about as much as the samples
- * it drains. */
+ * chain is named then: drain every PY_DRAIN_NS while the last drain had such a read, met code
+ * objects not seen before, or found code objects freed before they could be named (code made and
+ * dropped within milliseconds: exec, templates). Otherwise IDLE_DRAIN_NS: the program wakes the
+ * collector when the ring is half full, and a wake-up costs the collector about as much as the
+ * samples it drains. */
 static uint64_t next_interval(struct run *r)
 {
     struct collect_stats cs;
-    bool remote, freed;
+    bool remote, fresh;
 
-    if (r->o->no_python || r->ring_ns <= PY_DRAIN_NS)
-        return r->ring_ns;
+    if (r->o->no_python)
+        return IDLE_DRAIN_NS;
     collect_get_stats(r->collector, &cs);
     remote = cs.python_frames - r->py_frames != cs.python_frames_in_kernel - r->py_kernel;
-    freed = cs.python_code_freed != r->py_freed;
+    fresh = cs.python_code_freed != r->py_freed || cs.python_code_objects != r->py_code;
     r->py_frames = cs.python_frames;
     r->py_kernel = cs.python_frames_in_kernel;
     r->py_freed = cs.python_code_freed;
-    return remote || freed ? PY_DRAIN_NS : r->ring_ns;
+    r->py_code = cs.python_code_objects;
+    return remote || fresh ? PY_DRAIN_NS : IDLE_DRAIN_NS;
 }
 
-/* Sleeps until the next drain and drains the ring. False when polling failed. */
-static bool drain_bpf(struct run *r, uint64_t *rng)
+/* Sleeps until the next drain, a wake-up from the program or `until` (0: none), and drains the
+ * ring. False when polling failed. */
+static bool drain_bpf(struct run *r, uint64_t *rng, uint64_t until)
 {
     /* Python stacks are read when records are drained: a drain period with jitter (50–150 %)
      * keeps those reads from aliasing with a periodic workload. */
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(r->interval_ns / 2 + jitter(rng) % r->interval_ns)};
+    uint64_t wait = r->interval_ns / 2 + jitter(rng) % r->interval_ns, now = monotime_ns();
+    int w;
 
-    nanosleep(&ts, NULL);
+    if (until && until < now + wait)
+        wait = until > now ? until - now : 0;
+    w = sampler_wait(r->sampler, wait);
+    if (w < 0 && w != -EINTR)
+        return false;
     if (sampler_poll(r->sampler) < 0 && errno != EINTR)
         return false;
     r->interval_ns = next_interval(r);
@@ -462,8 +455,7 @@ static void sample(struct run *r)
     struct progress pg;
     uint64_t t0, t_end = 0, next_check;
 
-    r->ring_ns = r->sampler ? drain_interval(r) : 10000000;
-    r->interval_ns = r->o->no_python || r->ring_ns < PY_DRAIN_NS ? r->ring_ns : PY_DRAIN_NS;
+    r->interval_ns = r->o->no_python ? IDLE_DRAIN_NS : PY_DRAIN_NS;
     r->setup_cpu_us = report_cpu_us();
     t0 = monotime_ns();
     if (o->duration)
@@ -477,7 +469,7 @@ static void sample(struct run *r)
 
         /* --no-bpf wakes for the next tick, or for the next liveness check / end, whichever is
          * first. */
-        if (r->nobpf ? !tick_nobpf(r, t_end && t_end < next_check ? t_end : next_check) : !drain_bpf(r, &rng))
+        if (r->nobpf ? !tick_nobpf(r, t_end && t_end < next_check ? t_end : next_check) : !drain_bpf(r, &rng, t_end))
             break;
         now = monotime_ns();
         progress_poll(&pg, now, r->collector, r->sampler, r->collect_errors);

@@ -44,10 +44,10 @@ struct run {
     bool nobpf_failed;
     char cmdline[1024];
     uint64_t interval_ns; /* between drains of the ring */
-    uint64_t ring_ns;     /* the longest safe interval for the ring's size */
     uint64_t py_frames;   /* collector's Python frames, and those of in-kernel chains, */
     uint64_t py_kernel;   /* ... */
     uint64_t py_freed;    /* ... and code objects freed unnamed, at the last drain */
+    uint64_t py_code;     /* ... and code objects named, at the last drain */
     double duration;      /* seconds sampled */
     struct sampler_stats sc;
 };

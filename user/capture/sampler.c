@@ -6,12 +6,14 @@
 
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -176,6 +178,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
     bpf_program__set_autoload(s->skel->progs.offcpu, o->offcpu);
     bpf_program__set_autoload(s->skel->progs.sample, !o->no_oncpu);
     s->ring_size = o->ring_size ? pow2_at_least(o->ring_size) : choose_ring_size(&s->opts, ncpu);
+    /* Woken at half: the other half holds what comes in while the collector gets a CPU. */
+    s->skel->rodata->cfg_wake_bytes = s->ring_size / 2;
     err = bpf_map__set_max_entries(s->skel->maps.events, s->ring_size);
     /* An LRU map's entries are allocated at creation, ~1.5 ms for SAMPLE_MAX_THREADS of them:
      * only the off-CPU program uses this one. */
@@ -399,6 +403,15 @@ int sampler_attach(struct sampler *s)
     if (!err && !s->ncpus_online)
         err = -ENODEV;
     return err;
+}
+
+int sampler_wait(struct sampler *s, uint64_t timeout_ns)
+{
+    struct pollfd p = {.fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN};
+    struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000u), .tv_nsec = (long)(timeout_ns % 1000000000u)};
+    int n = ppoll(&p, 1, &ts, NULL);
+
+    return n < 0 ? -errno : n > 0;
 }
 
 int sampler_poll(struct sampler *s)

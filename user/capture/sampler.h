@@ -1,9 +1,11 @@
 /*
  * sampler — the user-space half of the BPF sampler: opens the skeleton, sets its configuration,
  * loads it, opens one cpu-clock perf event per online CPU with the program attached, and drains
- * the ring buffer on a timer, handing each record to a callback.
+ * the ring buffer when woken (the ring half full) or on the caller's timer, handing each record
+ * to a callback.
  *
- *   sampler_open() → sampler_add_target() ... → sampler_attach() → sampler_poll() ... → close
+ *   sampler_open() → sampler_add_target() ... → sampler_attach()
+ *     → (sampler_wait() → sampler_poll()) ... → close
  */
 #ifndef PYEBPF_SAMPLER_H
 #define PYEBPF_SAMPLER_H
@@ -105,6 +107,9 @@ int sampler_attach(struct sampler *s);
 /* Stops sampling (closes the perf events); records already in the ring stay readable, and
  * counters read afterwards are final. */
 void sampler_detach(struct sampler *s);
+/* Sleeps until the program wakes the consumer (the ring holds half its size) or `timeout_ns`
+ * passes. 1 when woken, 0 on timeout, a negative errno (-EINTR for a signal). */
+int sampler_wait(struct sampler *s, uint64_t timeout_ns);
 /* Consumes every record now in the ring; returns their number or a negative errno. */
 int sampler_poll(struct sampler *s);
 int sampler_get_stats(struct sampler *s, struct sampler_stats *out);

@@ -111,6 +111,7 @@ void collect_get_stats(const struct collector *c, struct collect_stats *out)
             struct pystack_stats pst;
             pystack_get_stats(t->ps, &pst);
             out->python_code_freed += pst.code_freed;
+            out->python_code_objects += pst.code_objects;
         }
         if (!t->proc)
             continue;

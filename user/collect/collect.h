@@ -67,6 +67,7 @@ struct collect_stats {
     uint64_t python_frames;           /* Python frames added */
     uint64_t python_frames_in_kernel; /* Python frames symbolised from in-kernel chains */
     uint64_t python_code_freed;       /* in-kernel frames whose code object was freed unnamed */
+    uint64_t python_code_objects;     /* code objects named so far (their cache entries) */
     uint64_t python_read_errors;      /* pystack_read failed other than -ESRCH */
     uint64_t python_reads_reused;     /* samples that reused the read of the record before */
     uint64_t merge_errors;            /* native eval-loop frames and Python groups disagreed */
