@@ -200,6 +200,8 @@ static int teardown(void **state)
     return 0;
 }
 
+#define HOUR_NS 3600000000000ull
+
 static const char *sym(struct proc *p, uint64_t ip)
 {
     static struct symres r;
@@ -237,8 +239,10 @@ static void test_recheck_renames_reused_slot(void **state)
     assert_int_equal(reloads(p), 0);
     assert_string_equal(sym(p, slot + 4), "first_fn");
 
-    /* due: re-read, the newest line names the slot, the generation moves (caches flush) */
-    uint64_t t1 = mono_ns() + 1000000000ull;
+    /* due: re-read, the newest line names the slot, the generation moves (caches flush). An hour
+     * on: the next check waits 200 ms, or 50 times as long as the last read took (a second when
+     * a loaded machine made that read take 20 ms), so "a second later" is not always due. */
+    uint64_t t1 = mono_ns() + HOUR_NS;
     assert_int_equal(proc_recheck_jit(p, t1), 1);
     assert_int_equal(reloads(p), 1);
     assert_true(proc_generation(p) != gen);
@@ -249,7 +253,7 @@ static void test_recheck_renames_reused_slot(void **state)
     assert_int_equal(proc_recheck_jit(p, mono_ns() + 100000000ull), 0);
     assert_int_equal(reloads(p), 1);
     /* due again with nothing changed: one stat, same generation */
-    assert_int_equal(proc_recheck_jit(p, t1 + 1000000000ull), 0);
+    assert_int_equal(proc_recheck_jit(p, t1 + HOUR_NS), 0);
     assert_int_equal(reloads(p), 2);
     assert_int_equal(proc_generation(p), gen);
     proc_close(p);
@@ -265,7 +269,7 @@ static void test_no_sources_no_recheck(void **state)
     (void)f;
     assert_int_equal(proc_open(&p, getpid(), cache), 0);
     for (int i = 1; i <= 5; i++)
-        assert_int_equal(proc_recheck_jit(p, mono_ns() + (uint64_t)i * 1000000000ull), 0);
+        assert_int_equal(proc_recheck_jit(p, mono_ns() + (uint64_t)i * HOUR_NS), 0);
     assert_int_equal(reloads(p), 0);
     proc_close(p);
 }
@@ -295,7 +299,7 @@ static void test_collector_rechecks_on_sample_time(void **state)
     perfmap_add(f->perfmap, slot, 0x40, "second_fn");
     ev->time_ns += 100000000ull; /* 100 ms later: not due, the cached name stays */
     assert_true(collect_sample(c, ev, sizeof(*ev)) >= 0);
-    ev->time_ns = mono_ns() + 1000000000ull;
+    ev->time_ns = mono_ns() + HOUR_NS; /* due however long the first read took */
     assert_true(collect_sample(c, ev, sizeof(*ev)) >= 0);
 
     /* thread -> first_fn (2 samples), thread -> second_fn (1 sample) */
