@@ -66,7 +66,8 @@ static size_t pow2_at_least(size_t v)
 }
 
 /* Enough ring for 1/16 s of every CPU sampling a target at full record size (records are
- * reserved at that size): three of the main loop's longest drain intervals (20 ms). No more: the
+ * reserved at that size); the program wakes the collector at half of it, so 1/32 s is left for
+ * the collector to get a CPU. No more: the
  * kernel zeroes the ring when the map is created and the collector maps it page by page, about
  * 0.35 ms of setup CPU per MiB (1 kHz on 2 CPUs: 8 MiB; at 1/4 s it was 32 MiB, 11 ms). */
 static size_t choose_ring_size(const struct sampler_opts *o, unsigned ncpus)
