@@ -63,18 +63,42 @@ static long extra(const struct type *t)
     }
 }
 
-static const struct type *type_at(const struct kbtf *k, uint32_t id)
+/* Walks the type records on to `id` (the index is built as far as a lookup needs: the few structs
+ * the programs read are among the first thousand of ~130,000). NULL past the end, or when a record
+ * is malformed (k->bad). */
+static const struct type *type_at(struct kbtf *k, uint32_t id)
 {
+    while (id > k->ntypes && !k->bad && k->pos < k->types_len) {
+        const struct type *t = (const struct type *)(k->types + k->pos);
+        long n = k->pos + sizeof(*t) <= k->types_len ? extra(t) : -1;
+
+        if (n < 0 || k->pos + sizeof(*t) + (uint64_t)n > k->types_len) {
+            k->bad = true;
+            break;
+        }
+        if (k->ntypes + 1 >= k->cap) {
+            uint32_t cap = k->cap ? k->cap * 2 : 4096, *g = realloc(k->off, cap * sizeof(*g));
+
+            if (!g) {
+                k->bad = true;
+                break;
+            }
+            k->off = g;
+            k->cap = cap;
+        }
+        k->off[++k->ntypes] = k->pos;
+        k->pos += (uint32_t)(sizeof(*t) + n);
+    }
     return id && id <= k->ntypes ? (const struct type *)(k->types + k->off[id]) : NULL;
 }
 
-static const char *name_of(const struct kbtf *k, const struct type *t)
+static const char *name_of(struct kbtf *k, const struct type *t)
 {
     return t->name_off < k->strs_len ? k->strs + t->name_off : "";
 }
 
 /* Through typedefs and qualifiers. */
-static const struct type *resolve(const struct kbtf *k, uint32_t id)
+static const struct type *resolve(struct kbtf *k, uint32_t id)
 {
     const struct type *t = type_at(k, id);
 
@@ -88,7 +112,7 @@ static const struct type *resolve(const struct kbtf *k, uint32_t id)
     return NULL;
 }
 
-static int size_of(const struct kbtf *k, uint32_t id, uint32_t *size)
+static int size_of(struct kbtf *k, uint32_t id, uint32_t *size)
 {
     const struct type *t = resolve(k, id);
     uint32_t elem;
@@ -118,7 +142,6 @@ static int size_of(const struct kbtf *k, uint32_t id, uint32_t *size)
 static int parse(struct kbtf *k)
 {
     struct hdr h;
-    uint32_t cap = 0, pos = 0;
 
     if (k->size < sizeof(h))
         return -EINVAL;
@@ -133,23 +156,6 @@ static int parse(struct kbtf *k)
     k->strs_len = h.str_len;
     if (k->strs[k->strs_len - 1] || (h.type_off & 3))
         return -EINVAL;
-    while (pos < k->types_len) {
-        const struct type *t = (const struct type *)(k->types + pos);
-        long n = pos + sizeof(*t) <= k->types_len ? extra(t) : -1;
-
-        if (n < 0 || pos + sizeof(*t) + (uint64_t)n > k->types_len)
-            return -EINVAL;
-        if (k->ntypes + 1 >= cap) {
-            uint32_t *g;
-
-            cap = cap ? cap * 2 : 65536;
-            if (!(g = realloc(k->off, cap * sizeof(*g))))
-                return -ENOMEM;
-            k->off = g;
-        }
-        k->off[++k->ntypes] = pos;
-        pos += (uint32_t)(sizeof(*t) + n);
-    }
     return 0;
 }
 
@@ -204,7 +210,7 @@ void kbtf_close(struct kbtf *k)
 
 /* Member `name` (len bytes) of struct or union t, found through anonymous members: *off its
  * byte offset from t, *type its type id. */
-static int find_member(const struct kbtf *k, const struct type *t, const char *name, size_t len, uint32_t *off,
+static int find_member(struct kbtf *k, const struct type *t, const char *name, size_t len, uint32_t *off,
                        uint32_t *type)
 {
     const struct member *m = (const struct member *)(t + 1);
@@ -237,7 +243,7 @@ static int find_member(const struct kbtf *k, const struct type *t, const char *n
 }
 
 /* A path in the struct t: its offset and size. */
-static int member_path(const struct kbtf *k, const struct type *t, const char *path, uint32_t *off, uint32_t *size)
+static int member_path(struct kbtf *k, const struct type *t, const char *path, uint32_t *off, uint32_t *size)
 {
     uint32_t at = 0, o, id = 0;
 
@@ -260,33 +266,31 @@ static int member_path(const struct kbtf *k, const struct type *t, const char *p
     return size_of(k, id, size) ? -EINVAL : 0;
 }
 
-int kbtf_member(const struct kbtf *k, const char *type, const char *member, uint32_t *off, uint32_t *size)
+int kbtf_member(struct kbtf *k, const char *type, const char *member, uint32_t *off, uint32_t *size)
 {
     int rc = -ENOENT;
 
     /* A name may have more than one record (a forward declaration, a duplicate the kernel's
      * deduplication left): the first struct that has the member. */
-    for (uint32_t id = 1; id <= k->ntypes; id++) {
-        const struct type *t = type_at(k, id);
+    const struct type *t;
 
+    for (uint32_t id = 1; (t = type_at(k, id)); id++)
         if ((kind(t) == K_STRUCT || kind(t) == K_UNION) && !strcmp(name_of(k, t), type) &&
             (rc = member_path(k, t, member, off, size)) == 0)
             return 0;
-    }
-    return rc;
+    return k->bad ? -EINVAL : rc;
 }
 
-int kbtf_size(const struct kbtf *k, const char *type, uint32_t *size)
+int kbtf_size(struct kbtf *k, const char *type, uint32_t *size)
 {
-    for (uint32_t id = 1; id <= k->ntypes; id++) {
-        const struct type *t = type_at(k, id);
+    const struct type *t;
 
+    for (uint32_t id = 1; (t = type_at(k, id)); id++)
         if ((kind(t) == K_STRUCT || kind(t) == K_UNION) && vlen(t) && !strcmp(name_of(k, t), type)) {
             *size = t->size_or_type;
             return 0;
         }
-    }
-    return -ENOENT;
+    return k->bad ? -EINVAL : -ENOENT;
 }
 
 int kbtf_sample_offsets(struct sample_koff *o, char *missing, size_t len)
