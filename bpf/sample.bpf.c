@@ -8,7 +8,7 @@
  * frame-pointer chain and a copy of the top of the user stack for DWARF unwinding. Samples of
  * other processes cost one hash lookup.
  *
- * For a thread whose Python thread state user space has put into "py_threads", it also reads
+ * For a thread whose Python thread state user space has put into "threads", it also reads
  * the thread's chain of Python frames at the sample instant (py_walk below), so user space only
  * has to name the code objects.
  *
@@ -90,24 +90,17 @@ struct {
     __type(value, __u8);
 } pending SEC(".maps");
 
-/* Highest readable address of a thread's stack (tid -> end), learnt by user space from the
- * thread's mapping the first time it sees the thread; bounds the copy so it never crosses the
- * end of the mapping (a read that crosses it fails whole). LRU: threads come and go. */
+/* What user space learnt of each thread (tid -> struct sample_thread, sample.h) the first time
+ * it met it: where its stack ends (bounds the copy so it never crosses the end of the mapping: a
+ * read that crosses it fails whole) and its Python thread state (the reader checks it against the
+ * sampled tid and clears a stale one). One map for both: one lookup per sample, one LRU to
+ * preallocate at start. LRU: threads come and go. */
 struct {
     __uint(type, BPF_MAP_TYPE_LRU_HASH);
     __uint(max_entries, SAMPLE_MAX_THREADS);
     __type(key, __u32);
-    __type(value, __u64);
-} stack_ends SEC(".maps");
-
-/* Python thread states (tid -> PyThreadState address), put in by user space when it first
- * meets a thread; the reader checks each against the sampled tid and drops a stale one. */
-struct {
-    __uint(type, BPF_MAP_TYPE_LRU_HASH);
-    __uint(max_entries, SAMPLE_MAX_THREADS);
-    __type(key, __u32);
-    __type(value, __u64);
-} py_threads SEC(".maps");
+    __type(value, struct sample_thread);
+} threads SEC(".maps");
 
 /* The layout of each Python process's structures (tgid -> struct sample_pylayout). */
 struct {
@@ -162,14 +155,13 @@ static __always_inline bool in_kernel_mode(struct bpf_perf_event_data *ctx)
  * thread's stack end when known (per-thread map, or mm->start_stack for the main thread);
  * otherwise the largest power-of-two size that reads succeeds, down to the rest of sp's page.
  */
-static __always_inline __u32 copy_stack(struct sample_event *ev, struct task_struct *task, __u32 tid,
-                                        __u32 tgid, __u32 size)
+static __always_inline __u32 copy_stack(struct sample_event *ev, struct task_struct *task,
+                                        const struct sample_thread *th, __u32 tid, __u32 tgid, __u32 size)
 {
     __u64 sp = ev->regs.sp, end = 0, len = size;
-    __u64 *known = bpf_map_lookup_elem(&stack_ends, &tid);
 
-    if (known)
-        end = *known;
+    if (th && th->stack_end)
+        end = th->stack_end;
     else if (tid == tgid)
         end = kread64((void *)kread64(task, cfg_koff.task_mm), cfg_koff.mm_start_stack);
     if (end > sp && end - sp < len) {
@@ -376,18 +368,18 @@ static long py_step(__u64 i, struct py_walk **wp)
  * ev->stack + ev->stack_len (room for cfg_py_frames was reserved). Nothing when the thread is
  * unknown; SAMPLE_PY_STALE when its thread state now belongs to another thread or none.
  */
-static __always_inline void py_capture(struct sample_event *ev, __u32 tgid, __u32 tid, __u32 size)
+static __always_inline void py_capture(struct sample_event *ev, struct sample_thread *th, __u32 tgid,
+                                       __u32 tid, __u32 size)
 {
     struct sample_pylayout *L;
     struct py_walk *w;
-    __u64 *tstate, ts, top;
+    __u64 ts, top;
     __u64 off, nb;
     __u32 zero = 0, len;
 
-    tstate = bpf_map_lookup_elem(&py_threads, &tid);
-    if (!tstate)
+    if (!th || !th->tstate)
         return;
-    ts = *tstate;
+    ts = th->tstate;
     L = bpf_map_lookup_elem(&py_layouts, &tgid);
     w = bpf_map_lookup_elem(&py_scratch, &zero);
     if (!L || !w)
@@ -446,7 +438,7 @@ broken:
 stale:
     ev->py_flags = SAMPLE_PY_STALE;
     count(SAMPLE_CNT_PY_STALE);
-    bpf_map_delete_elem(&py_threads, &tid);
+    th->tstate = 0; /* its stack end stays: the tid is still this thread's */
 }
 
 /* Whether the current task belongs to a target; its ids (in the loader's PID namespace) into
@@ -493,6 +485,7 @@ static __always_inline int record(void *ctx, __u32 tgid, __u32 tid, __u32 flags,
 {
     __u32 size = cfg_stack_copy, pyframes = cfg_py_frames;
     struct sample_event *ev;
+    struct sample_thread *th;
     struct task_struct *task;
     long n;
 
@@ -548,12 +541,13 @@ static __always_inline int record(void *ctx, __u32 tgid, __u32 tid, __u32 flags,
             ev->flags |= SAMPLE_F_USTACK_ERR;
     }
 
+    th = bpf_map_lookup_elem(&threads, &tid);
     if (size) {
         ev->stack_addr = ev->regs.sp;
-        ev->stack_len = copy_stack(ev, task, tid, tgid, size);
+        ev->stack_len = copy_stack(ev, task, th, tid, tgid, size);
     }
     if (pyframes)
-        py_capture(ev, tgid, tid, size);
+        py_capture(ev, th, tgid, tid, size);
     bpf_ringbuf_submit(ev, wake_flag());
     return 0;
 }
@@ -576,19 +570,20 @@ struct {
 static __always_inline int gil_held(__u32 tgid, __u32 tid)
 {
     struct sample_pygil *g = bpf_map_lookup_elem(&py_gil, &tgid);
-    __u64 *tstate = bpf_map_lookup_elem(&py_threads, &tid);
-    __u64 base, holder = 0;
+    struct sample_thread *th = bpf_map_lookup_elem(&threads, &tid);
+    __u64 base, holder = 0, ts;
     int locked = 0;
 
-    if (!g || !tstate)
+    if (!g || !th || !th->tstate)
         return -1;
+    ts = th->tstate;
     base = g->runtime;
-    if (!g->in_runtime && bpf_probe_read_user(&base, 8, (void *)(*tstate + g->ts_interp)))
+    if (!g->in_runtime && bpf_probe_read_user(&base, 8, (void *)(ts + g->ts_interp)))
         return -1;
     if (bpf_probe_read_user(&locked, 4, (void *)(base + g->locked)) ||
         bpf_probe_read_user(&holder, 8, (void *)(base + g->holder)))
         return -1;
-    return locked && holder == *tstate;
+    return locked && holder == ts;
 }
 
 SEC("perf_event")

@@ -247,6 +247,12 @@ struct sample_wake {
     __u64 off_ns;
 };
 
+/* What user space taught the program of one thread (map `threads`, tid -> this); 0: not known. */
+struct sample_thread {
+    __u64 stack_end; /* highest readable address of its stack */
+    __u64 tstate;    /* its PyThreadState */
+};
+
 /*
  * The kernel's own struct offsets the programs read (bytes), found by the loader in the running
  * kernel's BTF (user/capture/kbtf.h) and set as constants before the load, in place of CO-RE

@@ -250,14 +250,27 @@ int sampler_add_pending(struct sampler *s, pid_t tgid)
     return 0;
 }
 
-int sampler_set_stack_end(struct sampler *s, pid_t tid, uint64_t end)
+/* One field of a thread's entry; the other as it was (the program may clear a stale thread state
+ * in between: written back, it is found stale and cleared again). */
+static int set_thread(struct sampler *s, pid_t tid, const uint64_t *end, const uint64_t *tstate)
 {
     __u32 key = tid;
-    __u64 val = end;
+    struct sample_thread v = {0};
 
-    if (bpf_map__update_elem(s->skel->maps.stack_ends, &key, sizeof(key), &val, sizeof(val), BPF_ANY))
+    if (bpf_map__lookup_elem(s->skel->maps.threads, &key, sizeof(key), &v, sizeof(v), 0))
+        v = (struct sample_thread){0};
+    if (end)
+        v.stack_end = *end;
+    if (tstate)
+        v.tstate = *tstate;
+    if (bpf_map__update_elem(s->skel->maps.threads, &key, sizeof(key), &v, sizeof(v), BPF_ANY))
         return -errno;
     return 0;
+}
+
+int sampler_set_stack_end(struct sampler *s, pid_t tid, uint64_t end)
+{
+    return set_thread(s, tid, &end, NULL);
 }
 
 int sampler_set_py_layout(struct sampler *s, pid_t tgid, const struct sample_pylayout *L)
@@ -271,12 +284,7 @@ int sampler_set_py_layout(struct sampler *s, pid_t tgid, const struct sample_pyl
 
 int sampler_set_py_thread(struct sampler *s, pid_t tid, uint64_t tstate)
 {
-    __u32 key = tid;
-    __u64 val = tstate;
-
-    if (bpf_map__update_elem(s->skel->maps.py_threads, &key, sizeof(key), &val, sizeof(val), BPF_ANY))
-        return -errno;
-    return 0;
+    return set_thread(s, tid, NULL, &tstate);
 }
 
 int sampler_set_py_gil(struct sampler *s, pid_t tgid, const struct sample_pygil *g)

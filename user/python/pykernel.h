@@ -6,12 +6,12 @@
  *                                                         (code objects only, cached)
  *            record without one (thread unknown to the kernel, stale, broken)
  *                ──▶ pystack_read (batched remote reads), then the thread's state from
- *                    pystack's tables is taught (map py_threads[tid]), so the next samples of the
+ *                    pystack's tables is taught (map threads[tid].tstate), so the next samples of the
  *                    thread come with their chain
  *
  * pykernel decodes and decides what the kernel should learn; it writes no map itself: each lesson
  * goes through the teacher it was opened with (the collector hands them to the sampler). A thread
- * is taught once; the program drops an entry whose thread state no longer names its tid (the
+ * is taught once; the program clears a thread state that no longer names its tid (the
  * thread ended), and the next fallback teaches it again.
  */
 #ifndef PYEBPF_PYKERNEL_H
@@ -47,7 +47,7 @@ static inline bool pykernel_has_chain(const struct sample_event *ev)
 }
 
 /* Where the lessons go: a process's layout (map py_layouts), then each thread's state (map
- * py_threads). 0, or a negative errno when it was not taught (a refused layout is not offered
+ * threads). 0, or a negative errno when it was not taught (a refused layout is not offered
  * again). */
 struct pykernel_teacher {
     int (*layout)(void *arg, pid_t pid, const struct sample_pylayout *L);
