@@ -127,7 +127,7 @@ struct {
 static __always_inline __u64 wake_flag(void)
 {
     return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= cfg_wake_bytes ? BPF_RB_FORCE_WAKEUP
-                                                                             : BPF_RB_NO_WAKEUP;
+                                                                           : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline void count_n(__u32 which, __u64 n)
@@ -718,10 +718,9 @@ int BPF_PROG(follow_fork, struct task_struct *parent, struct task_struct *child)
         if (bpf_get_ns_current_pid_tgid(cfg_pidns_dev, cfg_pidns_ino, &ns, sizeof(ns)))
             return 0;
         level = kread32((void *)kread64(parent, cfg_koff.task_thread_pid), cfg_koff.pid_level);
-        if (level > 32 ||
-            bpf_probe_read_kernel(&nr, sizeof(nr),
-                                  (void *)(cpid + cfg_koff.pid_numbers + level * cfg_koff.upid_size +
-                                           cfg_koff.upid_nr)))
+        if (level > 32 || bpf_probe_read_kernel(&nr, sizeof(nr),
+                                                (void *)(cpid + cfg_koff.pid_numbers +
+                                                         level * cfg_koff.upid_size + cfg_koff.upid_nr)))
             return 0;
         ptgid = ns.tgid;
         ctgid = nr;

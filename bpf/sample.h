@@ -261,19 +261,19 @@ struct sample_thread {
  * the kernel they were compiled against.
  */
 struct sample_koff {
-    __u32 task_mm;            /* task_struct.mm */
-    __u32 task_group_leader;  /* task_struct.group_leader */
+    __u32 task_mm;             /* task_struct.mm */
+    __u32 task_group_leader;   /* task_struct.group_leader */
     __u32 task_start_boottime; /* task_struct.start_boottime (u64 ns) */
-    __u32 task_pid;           /* task_struct.pid (pid_t) */
-    __u32 task_tgid;          /* task_struct.tgid (pid_t) */
-    __u32 task_thread_pid;    /* task_struct.thread_pid */
-    __u32 task_sum_exec;      /* task_struct.se.sum_exec_runtime (u64 ns) */
-    __u32 task_prev_sum_exec; /* task_struct.se.prev_sum_exec_runtime (u64 ns) */
-    __u32 mm_start_stack;     /* mm_struct.start_stack */
-    __u32 pid_level;          /* struct pid.level (unsigned int) */
-    __u32 pid_numbers;        /* struct pid.numbers[] (struct upid) */
-    __u32 upid_size;          /* sizeof(struct upid) */
-    __u32 upid_nr;            /* struct upid.nr (int) */
+    __u32 task_pid;            /* task_struct.pid (pid_t) */
+    __u32 task_tgid;           /* task_struct.tgid (pid_t) */
+    __u32 task_thread_pid;     /* task_struct.thread_pid */
+    __u32 task_sum_exec;       /* task_struct.se.sum_exec_runtime (u64 ns) */
+    __u32 task_prev_sum_exec;  /* task_struct.se.prev_sum_exec_runtime (u64 ns) */
+    __u32 mm_start_stack;      /* mm_struct.start_stack */
+    __u32 pid_level;           /* struct pid.level (unsigned int) */
+    __u32 pid_numbers;         /* struct pid.numbers[] (struct upid) */
+    __u32 upid_size;           /* sizeof(struct upid) */
+    __u32 upid_nr;             /* struct upid.nr (int) */
 };
 
 #define SAMPLE_HDR_SIZE 2168

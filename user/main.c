@@ -44,7 +44,7 @@
 #define ALIVE_CHECK_NS  100000000ull
 #define PY_DRAIN_NS     5000000ull
 #define IDLE_DRAIN_NS   100000000ull /* the longest sleep: bounds the latency of --duration, top, progress */
-#define TOP_GIL_THREADS 256 /* threads whose GIL share top may name */
+#define TOP_GIL_THREADS 256          /* threads whose GIL share top may name */
 
 static volatile sig_atomic_t exiting; /* the signal that ends the run, 0 until one came */
 
@@ -469,7 +469,8 @@ static void sample(struct run *r)
 
         /* --no-bpf wakes for the next tick, or for the next liveness check / end, whichever is
          * first. */
-        if (r->nobpf ? !tick_nobpf(r, t_end && t_end < next_check ? t_end : next_check) : !drain_bpf(r, &rng, t_end))
+        if (r->nobpf ? !tick_nobpf(r, t_end && t_end < next_check ? t_end : next_check)
+                     : !drain_bpf(r, &rng, t_end))
             break;
         now = monotime_ns();
         progress_poll(&pg, now, r->collector, r->sampler, r->collect_errors);

@@ -11,7 +11,7 @@
 int printf(const char *fmt, ...);
 
 #define F(t, m)                                                                                              \
-    printf("{\"%s\", \"%s\", %lu, %lu},\n", #t, #m, (unsigned long)__builtin_offsetof(struct t, m),         \
+    printf("{\"%s\", \"%s\", %lu, %lu},\n", #t, #m, (unsigned long)__builtin_offsetof(struct t, m),          \
            (unsigned long)sizeof(((struct t *)0)->m))
 
 int main(void)

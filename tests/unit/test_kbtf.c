@@ -213,7 +213,8 @@ static void test_kernel(void **state)
         skip(); /* no kernel BTF here */
     assert_int_equal(kbtf_open(&k, NULL), 0);
     for (size_t i = 0; i < sizeof(ref) / sizeof(ref[0]); i++) {
-        print_message("%s.%s: reference %lu (%lu bytes)\n", ref[i].type, ref[i].member, ref[i].off, ref[i].size);
+        print_message("%s.%s: reference %lu (%lu bytes)\n", ref[i].type, ref[i].member, ref[i].off,
+                      ref[i].size);
         assert_int_equal(kbtf_member(&k, ref[i].type, ref[i].member, &off, &size), 0);
         assert_int_equal(off, ref[i].off);
         if (ref[i].size) /* 0: a flexible array */

@@ -15,8 +15,25 @@
 #define BTF_MAGIC 0xeB9F
 
 enum {
-    K_INT = 1, K_PTR, K_ARRAY, K_STRUCT, K_UNION, K_ENUM, K_FWD, K_TYPEDEF, K_VOLATILE, K_CONST,
-    K_RESTRICT, K_FUNC, K_FUNC_PROTO, K_VAR, K_DATASEC, K_FLOAT, K_DECL_TAG, K_TYPE_TAG, K_ENUM64,
+    K_INT = 1,
+    K_PTR,
+    K_ARRAY,
+    K_STRUCT,
+    K_UNION,
+    K_ENUM,
+    K_FWD,
+    K_TYPEDEF,
+    K_VOLATILE,
+    K_CONST,
+    K_RESTRICT,
+    K_FUNC,
+    K_FUNC_PROTO,
+    K_VAR,
+    K_DATASEC,
+    K_FLOAT,
+    K_DECL_TAG,
+    K_TYPE_TAG,
+    K_ENUM64,
 };
 
 struct hdr {
@@ -47,16 +64,29 @@ static unsigned vlen(const struct type *t)
 static long extra(const struct type *t)
 {
     switch (kind(t)) {
-    case K_INT: case K_VAR: case K_DECL_TAG:
+    case K_INT:
+    case K_VAR:
+    case K_DECL_TAG:
         return 4;
-    case K_PTR: case K_FWD: case K_TYPEDEF: case K_VOLATILE: case K_CONST: case K_RESTRICT: case K_FUNC:
-    case K_FLOAT: case K_TYPE_TAG:
+    case K_PTR:
+    case K_FWD:
+    case K_TYPEDEF:
+    case K_VOLATILE:
+    case K_CONST:
+    case K_RESTRICT:
+    case K_FUNC:
+    case K_FLOAT:
+    case K_TYPE_TAG:
         return 0;
     case K_ARRAY:
         return 12;
-    case K_STRUCT: case K_UNION: case K_DATASEC: case K_ENUM64:
+    case K_STRUCT:
+    case K_UNION:
+    case K_DATASEC:
+    case K_ENUM64:
         return 12L * vlen(t);
-    case K_ENUM: case K_FUNC_PROTO:
+    case K_ENUM:
+    case K_FUNC_PROTO:
         return 8L * vlen(t);
     default:
         return -1;
@@ -120,7 +150,12 @@ static int size_of(struct kbtf *k, uint32_t id, uint32_t *size)
     if (!t)
         return -EINVAL;
     switch (kind(t)) {
-    case K_INT: case K_ENUM: case K_ENUM64: case K_STRUCT: case K_UNION: case K_FLOAT:
+    case K_INT:
+    case K_ENUM:
+    case K_ENUM64:
+    case K_STRUCT:
+    case K_UNION:
+    case K_FLOAT:
         *size = t->size_or_type;
         return 0;
     case K_PTR:

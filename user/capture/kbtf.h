@@ -21,15 +21,15 @@
 struct kbtf {
     const uint8_t *data; /* the file */
     size_t size;
-    int mapped;              /* data is a mapping (else malloc'd) */
-    const uint8_t *types;    /* type section */
+    int mapped;           /* data is a mapping (else malloc'd) */
+    const uint8_t *types; /* type section */
     uint32_t types_len;
-    const char *strs;        /* string section */
+    const char *strs; /* string section */
     uint32_t strs_len;
-    uint32_t *off;           /* type id → offset in types (id 0: void), built as lookups walk */
-    uint32_t ntypes, cap;    /* ids 1..ntypes walked so far */
-    uint32_t pos;            /* where the walk goes on */
-    bool bad;                /* the walk met a malformed record */
+    uint32_t *off;        /* type id → offset in types (id 0: void), built as lookups walk */
+    uint32_t ntypes, cap; /* ids 1..ntypes walked so far */
+    uint32_t pos;         /* where the walk goes on */
+    bool bad;             /* the walk met a malformed record */
 };
 
 /* path NULL: /sys/kernel/btf/vmlinux. 0, or a negative errno (-EINVAL: not BTF as this reader

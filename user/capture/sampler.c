@@ -417,7 +417,8 @@ int sampler_attach(struct sampler *s)
 int sampler_wait(struct sampler *s, uint64_t timeout_ns)
 {
     struct pollfd p = {.fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN};
-    struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000u), .tv_nsec = (long)(timeout_ns % 1000000000u)};
+    struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000u),
+                          .tv_nsec = (long)(timeout_ns % 1000000000u)};
     int n = ppoll(&p, 1, &ts, NULL);
 
     return n < 0 ? -errno : n > 0;

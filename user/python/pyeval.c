@@ -73,7 +73,8 @@ static void find_sections(struct img *m)
             if (len > m->symsz)
                 len = m->symsz;
             m->code = malloc(len ? len : 1);
-            if (m->code && pread(m->fd, m->code, len, (off_t)(sh.sh_offset + (m->sym - sh.sh_addr))) == (ssize_t)len)
+            if (m->code &&
+                pread(m->fd, m->code, len, (off_t)(sh.sh_offset + (m->sym - sh.sh_addr))) == (ssize_t)len)
                 m->codelen = len;
         } else if (name && !strcmp(name, ".eh_frame_hdr")) {
             m->hdr = elf_getdata(scn, NULL);
