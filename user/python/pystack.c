@@ -249,6 +249,25 @@ static bool leaf_replaced(const struct pystack *ps, size_t n)
            u64_at(f0, L->f_previous) != u64_at(f1, L->f_previous);
 }
 
+/* How many leaf-side frames of a chain torn twice are of no one instant: those the thread had
+ * left by the end of the batch (at or above the later data-stack top; leaf first, they come
+ * first), or the leaf that was replaced. Its callers, still live then, are kept. */
+static size_t torn_frames(const struct pystack *ps, const struct pydstack_words *dw, size_t n)
+{
+    const struct pydstack_words *e = &ps->ds_end;
+    size_t cut = 0;
+
+    if (torn_leaf(ps, dw, n))
+        for (size_t k = 0; k < n; k++) {
+            uint64_t a = ps->addrs[k];
+            if (a >= e->chunk && a < e->limit && a + ps->rt.L.f_read_size > e->top)
+                cut = k + 1;
+        }
+    if (!cut && leaf_replaced(ps, n))
+        cut = 1;
+    return cut < n ? cut : n;
+}
+
 /* The gap read for a frame at `addr` in the current chunk (pydstack.h); the frame, or NULL. */
 static const uint8_t *gap_read(struct pystack *ps, const struct pydstack_words *w, uint64_t addr)
 {
@@ -456,6 +475,14 @@ read:
             goto read;
         }
         fl |= PYSTACK_BROKEN;
+        /* Named, the frames it had left could name a frame after a code object that ran in
+         * that slot before or after (1 in ~4,000 samples of a workload that execs new code
+         * every few ms): they are left out, the chain is marked. */
+        size_t cut = torn_frames(ps, dw, n);
+        memmove(ps->raw, ps->raw + cut, (n - cut) * sizeof(*ps->raw));
+        memmove(ps->addrs, ps->addrs + cut, (n - cut) * sizeof(*ps->addrs));
+        n -= cut;
+        ps->st.ds_torn_dropped += cut;
     }
     /* New code objects: their headers were not in the batch (their addresses were not known),
      * and a header read after the frames can be another object's (the one that ran freed, its
@@ -559,4 +586,5 @@ void pystack_stats(const struct pystack *ps, struct stats out)
     stats_count(out, "datastack_gap_frames", s->ds_gap_frames);
     stats_count(out, "datastack_torn", s->ds_torn);
     stats_count(out, "datastack_torn_retries", s->ds_torn_retries);
+    stats_count(out, "datastack_torn_dropped", s->ds_torn_dropped);
 }

@@ -94,7 +94,8 @@ void pystack_get_stats(const struct pystack *ps, struct pystack_stats *st);
  * remote_reads, remote_read_bytes, pystack_reads_per_sample (remote calls per pystack_read),
  * bytes_per_sample, batched_attempts, batched_successes, batched_segments_requested, batched_segments_read,
  * <cache>_hit_rate for l1, l2, prediction, code, frame; code_objects; errors; datastack_window_frames,
- * datastack_gap_reads, datastack_gap_frames, datastack_torn, datastack_torn_retries. */
+ * datastack_gap_reads, datastack_gap_frames, datastack_torn, datastack_torn_retries,
+ * datastack_torn_dropped. */
 void pystack_stats(const struct pystack *ps, struct stats out);
 
 #endif

@@ -73,6 +73,7 @@ struct pystack_stats {
     uint64_t ds_torn;         /* chains ended at a frame of the current chunk that was no longer live, or
                                  whose leaf had returned by the end of the batch */
     uint64_t ds_torn_retries; /* torn batches read once more */
+    uint64_t ds_torn_dropped; /* leaf-side frames of chains torn twice, left out */
 };
 
 #endif
