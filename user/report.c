@@ -70,6 +70,7 @@ static void print_stats(struct stats out, struct run *r)
     stats_count(out, "unwind_dwarf_steps", cs.proc.dwarf_steps);
     stats_ratio(out, "cfi_row_cache_hit_pct", 100.0 * (double)cs.proc.row_hits,
                 (double)(cs.proc.row_hits + cs.proc.row_misses), 1);
+    stats_ratio(out, "unwind_memo_hit_pct", 100.0 * (double)cs.proc.memo_hits, (double)cs.proc.unwinds, 1);
     stats_count(out, "proc_errors", cs.proc_errors);
     stats_count(out, "distinct_stacks", r->prof.nnodes);
     stats_count(out, "distinct_frames", r->prof.nframes);

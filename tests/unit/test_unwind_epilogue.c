@@ -4,6 +4,8 @@
  * stack copy) whose values the registers already hold. CPython 3.15's `x += i` loop is sampled
  * at such a `ret` (PyNumber_InPlaceAdd's helper, _Py_Dealloc) in ~2 % of its samples; the walk
  * used to stop in the caller (rbp unknown), leaving a stack without its eval-loop frames.
+ * The same frames show that a remembered walk (the unwinder's memo, from the state after the
+ * leaf's step) answers only a sample whose registers and stack words it read are the same.
  *
  * Hand-written .eh_frame at link address 0x1000 (bias 0):
  *   CIE   "zR", code 1, data -8, ra 16, R = pcrel|sdata4; def_cfa rsp+8; offset ra at cfa-8
@@ -155,6 +157,64 @@ static void test_body_reads_stack(void **state)
     unwind_cache_free(c);
 }
 
+/* epi's body sampled with the frames above: the walk of the callers is remembered and answers
+ * the same sample again, or one whose differences it did not read; a word it read, changed, is a
+ * new walk. */
+static int body_walk(struct unwind_cache *c, uint64_t *buf, size_t words, uint64_t addr, uint64_t *ips)
+{
+    struct unwind_regs regs = {.ip = 0x2010, .sp = 0x6ff0, .bp = 0x6ff8, .bx = 0x5555};
+    unsigned stop = ~0u;
+    int n = unwind_stack(c, find, NULL, UNWIND_DWARF, &regs, (const uint8_t *)buf, words * 8, addr, ips, 8,
+                         &stop);
+    assert_int_equal(stop, 0);
+    return n;
+}
+
+static void test_memo(void **state)
+{
+    struct unwind_cache *c;
+    uint64_t ips[8], buf[36], *at = buf + 2; /* buf[2] is 0x6ff0 */
+    const struct unwind_stats *st;
+
+    (void)state;
+    fill_stack();
+    memset(buf, 0, sizeof(buf));
+    at[0] = 0x1234; /* 0x6ff0: saved rbx */
+    at[1] = 0x7040; /* 0x6ff8: saved rbp */
+    memcpy(at + 2, stack, sizeof(stack));
+    assert_int_equal(unwind_cache_new(&c, 8), 0);
+    st = unwind_cache_stats(c);
+    assert_int_equal(body_walk(c, at, 34, 0x6ff0, ips), 3);
+    assert_int_equal(st->memo_hits, 0);
+    assert_int_equal(body_walk(c, at, 34, 0x6ff0, ips), 3);
+    assert_int_equal(st->memo_hits, 1);
+    assert_int_equal(ips[1], 0x3020);
+    assert_int_equal(ips[2], 0x3030);
+    /* rbx: restored by the leaf's step, read by nothing after it */
+    at[0] = 0x9999;
+    assert_int_equal(body_walk(c, at, 34, 0x6ff0, ips), 3);
+    assert_int_equal(st->memo_hits, 2);
+    /* a copy that starts lower and ends where it did reads the same words */
+    assert_int_equal(body_walk(c, buf, 36, 0x6fe0, ips), 3);
+    assert_int_equal(st->memo_hits, 3);
+    /* the caller's return address */
+    at[2 + 0x48 / 8] = 0x3031;
+    assert_int_equal(body_walk(c, at, 34, 0x6ff0, ips), 3);
+    assert_int_equal(st->memo_hits, 3);
+    assert_int_equal(ips[2], 0x3031);
+    /* the caller's saved rbp, its caller's CFA: read again from elsewhere */
+    at[2 + 0x40 / 8] = 0x7060;
+    assert_int_equal(body_walk(c, at, 34, 0x6ff0, ips), 3);
+    assert_int_equal(st->memo_hits, 3);
+    assert_int_equal(body_walk(c, at, 34, 0x6ff0, ips), 3);
+    assert_int_equal(st->memo_hits, 4);
+    /* the process's mappings re-read: remembered walks go */
+    unwind_cache_forget(c);
+    assert_int_equal(body_walk(c, at, 34, 0x6ff0, ips), 3);
+    assert_int_equal(st->memo_hits, 4);
+    unwind_cache_free(c);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -172,10 +232,9 @@ int main(void)
 {
     _Static_assert(sizeof(EH) == 0x80, "layout of the hand-written CFI");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table),
-        cmocka_unit_test(test_at_ret_fast),
-        cmocka_unit_test(test_at_ret_general),
-        cmocka_unit_test(test_body_reads_stack),
+        cmocka_unit_test(test_table),          cmocka_unit_test(test_at_ret_fast),
+        cmocka_unit_test(test_at_ret_general), cmocka_unit_test(test_body_reads_stack),
+        cmocka_unit_test(test_memo),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -126,6 +126,7 @@ void collect_get_stats(const struct collector *c, struct collect_stats *out)
         out->proc.row_misses += ps.row_misses;
         out->proc.fp_steps += ps.fp_steps;
         out->proc.dwarf_steps += ps.dwarf_steps;
+        out->proc.memo_hits += ps.memo_hits;
     }
 }
 

@@ -46,7 +46,7 @@ int proc_refresh(struct proc *p);
 
 struct proc_stats {
     uint64_t refreshes, files_opened, jit_regions, jit_reloads; /* reloads: unnamed JIT code, timed */
-    uint64_t unwinds, frames, row_hits, row_misses, fp_steps, dwarf_steps;
+    uint64_t unwinds, frames, row_hits, row_misses, fp_steps, dwarf_steps, memo_hits;
     uint64_t sym_hits, sym_misses; /* proc_symbolize's cache */
 };
 void proc_get_stats(const struct proc *p, struct proc_stats *out);

@@ -288,5 +288,6 @@ void proc_get_stats(const struct proc *p, struct proc_stats *out)
     out->row_misses = u->row_misses;
     out->fp_steps = u->fp_steps;
     out->dwarf_steps = u->dwarf_steps;
+    out->memo_hits = u->memo_hits;
     out->jit_regions = jitsyms_count(p->jit);
 }

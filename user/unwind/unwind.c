@@ -8,6 +8,13 @@
  *
  * Stack words come only from the copy; a word outside it ends the walk with UNWIND_STOP_STACK.
  * The walk ends normally at an undefined return address (CFI of _start / clone) or ra == 0.
+ *
+ * The walk after the leaf's step, when made of compact rows only, is remembered (the memo
+ * below): what it read (the registers it used, the stack words whose values it used) and what it
+ * found. A later sample at the same return address and stack pointer whose registers and words
+ * are the same would walk the same way; it gets the result after as many compares, loads whose
+ * addresses are all known at once instead of each waiting for the word before (a thread in a
+ * steady loop is sampled at the same stack again and again, at many ips of its leaf).
  */
 #include "unwind/unwind.h"
 
@@ -35,9 +42,53 @@ struct slot {
     struct cfi_row row; /* everything, for the rows the fast form cannot hold */
 };
 
+#define MEMO_BITS  11  /* remembered walks per process: threads x their distinct stacks */
+#define MEMO_WORDS 48  /* stack words whose values a remembered walk used (~2 a frame) */
+#define MEMO_IPS   64  /* frames it may have found */
+#define REC_WORDS  160 /* stack words a recorded walk may read (with the saved registers) */
+
+/* What the rest of a walk read and found, from the state after the leaf's step. It is remembered
+ * only when each step used a compact row of some CFI (what find() answered cannot change while
+ * `epoch` stays), so that the inputs below are all it depended on. */
+struct memo {
+    uint64_t epoch; /* the cache's epoch when it was stored; 0: empty */
+    uint64_t ip, sp;
+    uint64_t end; /* the copy's end: the thread's stack end (or the copy limit) */
+    uint64_t lo;  /* the lowest address the walk read: a copy starting above it differs */
+    uint32_t max;
+    uint32_t used;  /* registers of the state read (BIT(reg)) */
+    uint32_t valid; /* the state's valid registers */
+    uint8_t mode, nwords, nips;
+    bool exact;
+    unsigned stop;
+    uint64_t steps;
+    uint64_t reg[CFI_NREGS];
+    int32_t woff[MEMO_WORDS]; /* addresses, from sp */
+    uint64_t wval[MEMO_WORDS];
+    uint64_t ips[MEMO_IPS];
+};
+
+/* A walk being recorded: `init` holds the registers that still have their sampled value, src[r]
+ * the word register r was loaded from (-1: computed from the CFA, or sampled). A word counts
+ * only once its value is used (a return address, a CFA register, a stack pointer): the saved
+ * registers nothing reads again hold a thread's changing locals. */
+struct rec {
+    bool bad; /* not to be remembered */
+    uint8_t nwords;
+    uint32_t used, init;
+    uint64_t steps;
+    uint64_t lo; /* the lowest address read */
+    int8_t src[CFI_NREGS];
+    bool need[REC_WORDS];
+    uint64_t waddr[REC_WORDS];
+    uint64_t wval[REC_WORDS];
+};
+
 struct unwind_cache {
     struct slot *v;
     uint64_t mask;
+    uint64_t epoch;  /* starts at 1 */
+    struct memo *mv; /* 1 << MEMO_BITS, allocated at the first walk */
     struct unwind_stats st;
 };
 
@@ -54,6 +105,7 @@ int unwind_cache_new(struct unwind_cache **out, unsigned bits)
         return -ENOMEM;
     }
     c->mask = (1ull << bits) - 1;
+    c->epoch = 1;
     *out = c;
     return 0;
 }
@@ -62,6 +114,12 @@ void unwind_cache_clear(struct unwind_cache *c)
 {
     for (uint64_t i = 0; i <= c->mask; i++)
         c->v[i].t = NULL;
+    c->epoch++;
+}
+
+void unwind_cache_forget(struct unwind_cache *c)
+{
+    c->epoch++;
 }
 
 void unwind_cache_free(struct unwind_cache *c)
@@ -69,6 +127,7 @@ void unwind_cache_free(struct unwind_cache *c)
     if (!c)
         return;
     free(c->v);
+    free(c->mv);
     free(c);
 }
 
@@ -140,15 +199,51 @@ struct copy {
     const uint8_t *p;
     size_t len;
     uint64_t addr;
+    struct rec *rec; /* NULL: not recorded */
 };
 
 static int read_word(void *arg, uint64_t addr, uint64_t *val)
 {
     const struct copy *cp = arg;
+    if (cp->rec) {
+        if (addr < cp->rec->lo)
+            cp->rec->lo = addr;
+        if (addr < cp->addr)
+            cp->rec->bad = true; /* failed for the copy's start, which another sample moves */
+    }
     if (addr < cp->addr || addr - cp->addr > cp->len || cp->len - (addr - cp->addr) < 8)
         return -EFAULT;
     memcpy(val, cp->p + (addr - cp->addr), 8);
     return 0;
+}
+
+/* The walk reads register reg: the result depends on its value. */
+static void rec_use(struct rec *r, unsigned reg)
+{
+    if (!r || reg >= CFI_NREGS)
+        return;
+    if (r->init & (1u << reg))
+        r->used |= 1u << reg;
+    else if (r->src[reg] >= 0)
+        r->need[r->src[reg]] = true;
+}
+
+/* Register reg loaded from the copy at addr. */
+static void rec_load(struct rec *r, const struct copy *cp, unsigned reg, uint64_t addr, uint64_t v)
+{
+    if (!r)
+        return;
+    if (r->nwords == REC_WORDS) {
+        r->bad = true;
+        return;
+    }
+    r->init &= ~(1u << reg);
+    r->src[reg] = (int8_t)r->nwords;
+    r->need[r->nwords] = false;
+    r->waddr[r->nwords] = addr;
+    r->wval[r->nwords++] = v;
+    if (reg == CFI_REG_RIP || reg == CFI_REG_RSP)
+        rec_use(r, reg); /* a frame of the result; the check that the stack grows */
 }
 
 struct state {
@@ -270,6 +365,8 @@ static enum step fast_step(const struct slot *sl, struct state *s, struct copy *
     }
     if (sl->ra_undefined)
         return STEP_END;
+    struct rec *rec = cp->rec;
+    rec_use(rec, sl->cfa_reg);
     uint64_t cfa = s->r[sl->cfa_reg] + (uint64_t)(int64_t)sl->cfa_off, old_sp = s->r[CFI_REG_RSP];
     uint64_t saved[CFI_NREGS]; /* REGISTER rules read the values before this step */
     uint32_t old_valid = s->valid;
@@ -280,9 +377,15 @@ static enum step fast_step(const struct slot *sl, struct state *s, struct copy *
         memcpy(saved, s->r, sizeof(saved));
     s->valid = (s->valid & KEEP) | BIT(CFI_REG_RSP);
     s->r[CFI_REG_RSP] = cfa;
+    if (rec) {
+        rec->init &= KEEP; /* the others are set below from the CFA, or left invalid */
+        rec->src[CFI_REG_RSP] = rec->src[CFI_REG_RIP] = -1;
+    }
     for (unsigned i = 0; i < sl->nrules; i++) {
         const struct fast_rule *fr = &sl->rules[i];
         uint64_t v;
+        if (rec && fr->kind == CFI_RULE_REGISTER)
+            rec->bad = true; /* a value moved to another register: not tracked */
         switch (fr->kind) {
         case CFI_RULE_OFFSET:
             if (fr->reg != CFI_REG_RIP && cfa + (uint64_t)(int64_t)fr->off < old_sp) {
@@ -299,7 +402,10 @@ static enum step fast_step(const struct slot *sl, struct state *s, struct copy *
                 s->valid &= ~BIT(fr->reg);
                 continue;
             }
-            break;
+            s->r[fr->reg] = v;
+            s->valid |= BIT(fr->reg);
+            rec_load(rec, cp, fr->reg, cfa + (uint64_t)(int64_t)fr->off, v);
+            continue;
         case CFI_RULE_VAL_OFFSET:
             v = cfa + (uint64_t)(int64_t)fr->off;
             break;
@@ -316,6 +422,10 @@ static enum step fast_step(const struct slot *sl, struct state *s, struct copy *
         }
         s->r[fr->reg] = v;
         s->valid |= BIT(fr->reg);
+        if (rec) {
+            rec->init &= ~BIT(fr->reg);
+            rec->src[fr->reg] = -1;
+        }
     }
     if (!(s->valid & BIT(CFI_REG_RIP))) {
         *stop |= UNWIND_STOP_BAD;
@@ -346,11 +456,141 @@ static enum step fp_step(struct state *s, struct copy *cp, unsigned *stop)
     return ra ? STEP_OK : STEP_END;
 }
 
+static struct memo *memo_slot(struct unwind_cache *c, uint64_t ip, uint64_t sp)
+{
+    if (!c->mv && !(c->mv = calloc(1u << MEMO_BITS, sizeof(*c->mv))))
+        return NULL;
+    uint64_t h = (ip ^ (sp * 0xff51afd7ed558ccdull)) * 0x9e3779b97f4a7c15ull;
+    return &c->mv[h >> (64 - MEMO_BITS)];
+}
+
+/* The remembered rest of a walk when m was stored from this state with these inputs, else -1. */
+static int memo_get(struct unwind_cache *c, const struct memo *m, const struct state *s, bool exact,
+                    const struct copy *cp, enum unwind_mode mode, size_t max, uint64_t *ips, unsigned *stop)
+{
+    if (m->epoch != c->epoch || m->ip != s->r[CFI_REG_RIP] || m->sp != s->r[CFI_REG_RSP] ||
+        m->end != cp->addr + cp->len || cp->addr > m->lo || m->max != max || m->mode != mode ||
+        m->exact != exact || m->valid != s->valid)
+        return -1;
+    for (unsigned r = 0; r < CFI_NREGS; r++)
+        if ((m->used & BIT(r)) && m->reg[r] != s->r[r])
+            return -1;
+    uint64_t diff = 0;
+    for (unsigned i = 0; i < m->nwords; i++) {
+        uint64_t v;
+        /* in the copy: it starts at or below every address read, and ends where it did */
+        memcpy(&v, cp->p + (m->sp + (uint64_t)(int64_t)m->woff[i] - cp->addr), 8);
+        diff |= v ^ m->wval[i];
+    }
+    if (diff)
+        return -1;
+    memcpy(ips, m->ips, m->nips * sizeof(*ips));
+    *stop |= m->stop;
+    c->st.memo_hits++;
+    c->st.dwarf_steps += m->steps;
+    return m->nips;
+}
+
+/* Stores a walk recorded from state s0, begun in `epoch` (a JIT re-read during the walk has
+ * ended that epoch: the entry is stale at once). */
+static void memo_put(uint64_t epoch, struct memo *m, const struct rec *rec, const struct state *s0,
+                     bool exact, const struct copy *cp, enum unwind_mode mode, size_t max,
+                     const uint64_t *ips, size_t n, unsigned stop)
+{
+    unsigned need = 0;
+
+    if (rec->bad || n > MEMO_IPS || max > UINT32_MAX)
+        return;
+    for (unsigned i = 0; i < rec->nwords; i++) {
+        if (rec->need[i] && !fits32((int64_t)(rec->waddr[i] - s0->r[CFI_REG_RSP])))
+            return;
+        need += rec->need[i];
+    }
+    if (need > MEMO_WORDS)
+        return;
+    m->epoch = epoch;
+    m->ip = s0->r[CFI_REG_RIP];
+    m->sp = s0->r[CFI_REG_RSP];
+    m->end = cp->addr + cp->len;
+    m->lo = rec->lo;
+    m->max = (uint32_t)max;
+    m->mode = (uint8_t)mode;
+    m->exact = exact;
+    m->valid = s0->valid;
+    m->used = rec->used;
+    for (unsigned r = 0; r < CFI_NREGS; r++)
+        m->reg[r] = (rec->used & BIT(r)) ? s0->r[r] : 0;
+    m->nwords = 0;
+    for (unsigned i = 0; i < rec->nwords; i++) {
+        if (!rec->need[i])
+            continue;
+        m->woff[m->nwords] = (int32_t)(rec->waddr[i] - s0->r[CFI_REG_RSP]);
+        m->wval[m->nwords++] = rec->wval[i];
+    }
+    m->nips = (uint8_t)n;
+    memcpy(m->ips, ips, n * sizeof(*ips));
+    m->stop = stop;
+    m->steps = rec->steps;
+}
+
+/* Steps from s until the walk ends or `steps` steps are made, frames into ips[*n..max). Returns
+ * whether the walk can go on. */
+static bool walk(struct unwind_cache *c, unwind_find_fn find, void *arg, enum unwind_mode mode,
+                 struct state *s, struct copy *cp, bool *exact, uint64_t *ips, size_t *n, size_t max,
+                 size_t steps, unsigned *stop)
+{
+    struct rec *rec = cp->rec;
+    for (; steps; steps--) {
+        uint64_t ip = s->r[CFI_REG_RIP];
+        if (*n == max) {
+            *stop |= UNWIND_STOP_MAXDEPTH;
+            return false;
+        }
+        const struct cfi_read_table *t = NULL;
+        uint64_t bias = 0;
+        if (find(arg, ip, &t, &bias) < 0) {
+            if (*n == 0)
+                ips[(*n)++] = ip; /* the sampled ip itself is a fact; a return address is not */
+            *stop |= UNWIND_STOP_BAD;
+            if (rec)
+                rec->bad = true; /* find() may answer otherwise after a re-read of the mappings */
+            return false;
+        }
+        ips[(*n)++] = ip;
+        enum step r;
+        const struct slot *row = NULL;
+        if (mode != UNWIND_FP && t) {
+            row = row_for(c, t, (*exact ? ip : ip - 1) - bias);
+            if (row->status)
+                row = NULL;
+        }
+        *exact = row && row->signal;
+        if (rec) {
+            if (!row || !row->fast)
+                rec->bad = true; /* its inputs are not recorded */
+            rec->steps += row != NULL;
+        }
+        if (row) {
+            c->st.dwarf_steps++;
+            r = row->fast ? fast_step(row, s, cp, stop) : dwarf_step(&row->row, s, cp, stop);
+        } else if (mode == UNWIND_DWARF) {
+            *stop |= UNWIND_STOP_NO_CFI;
+            return false;
+        } else {
+            c->st.fp_steps++;
+            r = fp_step(s, cp, stop);
+        }
+        if (r != STEP_OK)
+            return false;
+    }
+    return true;
+}
+
 int unwind_stack(struct unwind_cache *c, unwind_find_fn find, void *arg, enum unwind_mode mode,
                  const struct unwind_regs *regs, const uint8_t *stack, size_t stack_len, uint64_t stack_addr,
                  uint64_t *ips, size_t max, unsigned *stop)
 {
-    struct copy cp = {stack, stack ? stack_len : 0, stack_addr};
+    struct copy cp = {stack, stack ? stack_len : 0, stack_addr, NULL};
     struct state s = {.valid = BIT(CFI_REG_RIP) | BIT(CFI_REG_RSP) | BIT(CFI_REG_RBP) | BIT(CFI_REG_RBX) |
                                BIT(CFI_REG_R12) | BIT(CFI_REG_R13) | BIT(CFI_REG_R14) | BIT(CFI_REG_R15)};
     s.r[CFI_REG_RIP] = regs->ip;
@@ -365,41 +605,34 @@ int unwind_stack(struct unwind_cache *c, unwind_find_fn find, void *arg, enum un
     size_t n = 0;
     bool exact = true; /* the sampled ip, or the ip a signal frame saved */
     c->st.unwinds++;
-    for (;;) {
-        uint64_t ip = s.r[CFI_REG_RIP];
-        if (n == max) {
-            *stop |= UNWIND_STOP_MAXDEPTH;
-            break;
-        }
-        const struct cfi_read_table *t = NULL;
-        uint64_t bias = 0;
-        if (find(arg, ip, &t, &bias) < 0) {
-            if (n == 0)
-                ips[n++] = ip; /* the sampled ip itself is a fact; a return address is not */
-            *stop |= UNWIND_STOP_BAD;
-            break;
-        }
-        ips[n++] = ip;
-        enum step r;
-        const struct slot *row = NULL;
-        if (mode != UNWIND_FP && t) {
-            row = row_for(c, t, (exact ? ip : ip - 1) - bias);
-            if (row->status)
-                row = NULL;
-        }
-        exact = row && row->signal;
-        if (row) {
-            c->st.dwarf_steps++;
-            r = row->fast ? fast_step(row, &s, &cp, stop) : dwarf_step(&row->row, &s, &cp, stop);
-        } else if (mode == UNWIND_DWARF) {
-            *stop |= UNWIND_STOP_NO_CFI;
-            break;
+    /* The leaf's step first: samples of one loop land on many ips of it, and its callers are
+     * the same walk from the same return address and stack pointer. */
+    if (walk(c, find, arg, mode, &s, &cp, &exact, ips, &n, max, 1, stop)) {
+        struct memo *m = mode != UNWIND_FP ? memo_slot(c, s.r[CFI_REG_RIP], s.r[CFI_REG_RSP]) : NULL;
+        int r = m ? memo_get(c, m, &s, exact, &cp, mode, max - n, ips + n, stop) : -1;
+        if (r >= 0) {
+            n += (size_t)r;
+        } else if (m) {
+            struct rec rec; /* its arrays are written before they are read */
+            struct state s0 = s;
+            bool exact0 = exact;
+            uint64_t epoch = c->epoch;
+            size_t n0 = n;
+            rec.bad = false;
+            rec.nwords = 0;
+            rec.used = 0;
+            rec.init = s.valid;
+            rec.steps = 0;
+            rec.lo = UINT64_MAX;
+            memset(rec.src, -1, sizeof(rec.src));
+            cp.rec = &rec;
+            unsigned stop1 = 0;
+            walk(c, find, arg, mode, &s, &cp, &exact, ips, &n, max, SIZE_MAX, &stop1);
+            *stop |= stop1;
+            memo_put(epoch, m, &rec, &s0, exact0, &cp, mode, max - n0, ips + n0, n - n0, stop1);
         } else {
-            c->st.fp_steps++;
-            r = fp_step(&s, &cp, stop);
+            walk(c, find, arg, mode, &s, &cp, &exact, ips, &n, max, SIZE_MAX, stop);
         }
-        if (r != STEP_OK)
-            break;
     }
     c->st.frames += n;
     return (int)n;

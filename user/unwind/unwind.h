@@ -34,6 +34,7 @@ struct unwind_stats {
     uint64_t unwinds, frames;
     uint64_t row_hits, row_misses; /* CFI row cache */
     uint64_t fp_steps, dwarf_steps;
+    uint64_t memo_hits; /* walks answered from a remembered one */
 };
 
 struct unwind_cache;
@@ -41,6 +42,8 @@ struct unwind_cache;
  * stay alive (and unique) as long as the cache is used, or call unwind_cache_clear. */
 int unwind_cache_new(struct unwind_cache **out, unsigned bits);
 void unwind_cache_clear(struct unwind_cache *c);
+/* Forgets remembered walks (rows stay): find() may answer otherwise for some address now. */
+void unwind_cache_forget(struct unwind_cache *c);
 void unwind_cache_free(struct unwind_cache *c);
 const struct unwind_stats *unwind_cache_stats(const struct unwind_cache *c);
 
