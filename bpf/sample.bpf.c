@@ -123,6 +123,33 @@ struct {
     __uint(max_entries, 8 << 20);
 } events SEC(".maps");
 
+/*
+ * Records are built here and copied into the ring at the size they came to (bpf_ringbuf_output):
+ * a reservation's size is fixed when it is made, so each one took the largest record (~42 KiB
+ * at the default sizes) where a Python thread's record is ~4 KiB; the ring was ten times as
+ * large as what it held, and the collector read cold memory. A buffer per program per CPU: the
+ * sampler runs from the perf interrupt, which may come while the off-CPU program on the same
+ * CPU is building a record (neither nests in itself: the kernel skips a perf-event program while
+ * another runs on the CPU, and sched_switch does not recur).
+ */
+#define REC_OFFCPU 0
+#define REC_SAMPLE 1
+#define REC_LEVELS 2
+#define REC_MAX                                                                                              \
+    (SAMPLE_HDR_SIZE + SAMPLE_STACK_COPY_MAX + SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe))
+
+struct rec_buf {
+    __u8 b[REC_MAX];
+};
+
+/* REC_LEVELS per possible CPU, the CPU's at cpu * REC_LEVELS + level: the loader sets max_entries. */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, REC_LEVELS);
+    __type(key, __u32);
+    __type(value, struct rec_buf);
+} rec_bufs SEC(".maps");
+
 /* The submit flag of a record: a wake-up only once the ring holds cfg_wake_bytes. */
 static __always_inline __u64 wake_flag(void)
 {
@@ -223,9 +250,10 @@ struct py_walk {
     struct sample_pyframe fr[SAMPLE_PY_FRAMES_MAX];
 };
 
+/* One per program that records (REC_OFFCPU, REC_SAMPLE: see rec_bufs). */
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, 1);
+    __uint(max_entries, REC_LEVELS);
     __type(key, __u32);
     __type(value, struct py_walk);
 } py_scratch SEC(".maps");
@@ -365,23 +393,23 @@ static long py_step(__u64 i, struct py_walk **wp)
 
 /*
  * The Python frames of thread `tid` of `tgid`, leaf first, appended to the record at
- * ev->stack + ev->stack_len (room for cfg_py_frames was reserved). Nothing when the thread is
+ * ev->stack + ev->stack_len (ev has room for cfg_py_frames). Nothing when the thread is
  * unknown; SAMPLE_PY_STALE when its thread state now belongs to another thread or none.
  */
 static __always_inline void py_capture(struct sample_event *ev, struct sample_thread *th, __u32 tgid,
-                                       __u32 tid, __u32 size)
+                                       __u32 tid, __u32 size, __u32 level)
 {
     struct sample_pylayout *L;
     struct py_walk *w;
     __u64 ts, top;
     __u64 off, nb;
-    __u32 zero = 0, len;
+    __u32 len;
 
     if (!th || !th->tstate)
         return;
     ts = th->tstate;
     L = bpf_map_lookup_elem(&py_layouts, &tgid);
-    w = bpf_map_lookup_elem(&py_scratch, &zero);
+    w = bpf_map_lookup_elem(&py_scratch, &level);
     if (!L || !w)
         return;
     w->L = *L;
@@ -475,16 +503,35 @@ static __always_inline bool current_target(__u32 *tgid, __u32 *tid)
     return true;
 }
 
+/* The record in ev, as far as it was filled, into the ring. 0, or -1 when the ring was full. */
+static __always_inline int submit(struct sample_event *ev)
+{
+    __u64 len = ev->stack_len, py = ev->py_count * sizeof(struct sample_pyframe);
+
+    if (len > SAMPLE_STACK_COPY_MAX)
+        len = SAMPLE_STACK_COPY_MAX;
+    if (py > SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe))
+        py = SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe);
+    len += sizeof(*ev) + py;
+    barrier_var(len);
+    if (len > REC_MAX || bpf_ringbuf_output(&events, ev, len, wake_flag())) {
+        count(SAMPLE_CNT_LOST);
+        return -1;
+    }
+    return 0;
+}
+
 /*
- * One record of the current task into the ring: ids, time, the kernel stack (when `kstack`),
- * the user registers and stacks, the Python chain. `ctx` is the calling program's context (for
- * bpf_get_stack), `flags` the record's first flags. Shared by the sampler and the off-CPU
- * program, so both see a thread the same way. Returns 0, or -1 when the ring was full.
+ * One record of the current task, built in ev and copied into the ring: ids, time, the kernel
+ * stack (when `kstack`), the user registers and stacks, the Python chain. `ctx` is the calling
+ * program's context (for bpf_get_stack), `flags` the record's first flags. Shared by the sampler
+ * and the off-CPU program, so both see a thread the same way. Returns 0, or -1 when the ring was
+ * full.
  */
-static __always_inline int record(void *ctx, __u32 tgid, __u32 tid, __u32 flags, bool kstack)
+static __always_inline int record_in(struct sample_event *ev, __u32 level, void *ctx, __u32 tgid, __u32 tid,
+                                     __u32 flags, bool kstack)
 {
     __u32 size = cfg_stack_copy, pyframes = cfg_py_frames;
-    struct sample_event *ev;
     struct sample_thread *th;
     struct task_struct *task;
     long n;
@@ -493,11 +540,6 @@ static __always_inline int record(void *ctx, __u32 tgid, __u32 tid, __u32 flags,
         size = SAMPLE_STACK_COPY_MAX;
     if (pyframes > SAMPLE_PY_FRAMES_MAX)
         pyframes = SAMPLE_PY_FRAMES_MAX;
-    ev = bpf_ringbuf_reserve(&events, sizeof(*ev) + size + pyframes * sizeof(struct sample_pyframe), 0);
-    if (!ev) {
-        count(SAMPLE_CNT_LOST);
-        return -1;
-    }
 
     ev->pid = tgid;
     ev->tid = tid;
@@ -526,8 +568,7 @@ static __always_inline int record(void *ctx, __u32 tgid, __u32 tid, __u32 flags,
     if (!kread64(task, cfg_koff.task_mm)) {
         ev->flags |= SAMPLE_F_NO_UREGS;
         __builtin_memset(&ev->regs, 0, sizeof(ev->regs));
-        bpf_ringbuf_submit(ev, wake_flag());
-        return 0;
+        return submit(ev);
     }
     /* ctx->regs are the kernel's registers when the sample landed in the kernel; the user
      * registers are the ones saved at kernel entry. */
@@ -547,9 +588,21 @@ static __always_inline int record(void *ctx, __u32 tgid, __u32 tid, __u32 flags,
         ev->stack_len = copy_stack(ev, task, th, tid, tgid, size);
     }
     if (pyframes)
-        py_capture(ev, th, tgid, tid, size);
-    bpf_ringbuf_submit(ev, wake_flag());
-    return 0;
+        py_capture(ev, th, tgid, tid, size, level);
+    return submit(ev);
+}
+
+/* `level`: the calling program's buffers, REC_OFFCPU or REC_SAMPLE. */
+static __always_inline int record(void *ctx, __u32 tgid, __u32 tid, __u32 flags, bool kstack, __u32 level)
+{
+    __u32 key = bpf_get_smp_processor_id() * REC_LEVELS + level;
+    struct sample_event *ev = bpf_map_lookup_elem(&rec_bufs, &key);
+
+    if (!ev) {
+        count(SAMPLE_CNT_LOST);
+        return -1;
+    }
+    return record_in(ev, level, ctx, tgid, tid, flags, kstack);
 }
 
 /* -- GIL holder (--mode gil, top) ------------------------------------------------------------ */
@@ -605,7 +658,8 @@ int sample(struct bpf_perf_event_data *ctx)
         flags = held > 0 ? SAMPLE_F_GIL_HELD : held < 0 ? SAMPLE_F_GIL_UNKNOWN : 0;
     }
     in_kernel = in_kernel_mode(ctx);
-    record(ctx, tgid, tid, flags | (in_kernel ? SAMPLE_F_IN_KERNEL : 0), cfg_kernel_stack && in_kernel);
+    record(ctx, tgid, tid, flags | (in_kernel ? SAMPLE_F_IN_KERNEL : 0), cfg_kernel_stack && in_kernel,
+           REC_SAMPLE);
     return 0;
 }
 
@@ -684,7 +738,7 @@ int BPF_PROG(offcpu, bool preempt, struct task_struct *prev, struct task_struct 
     /* Preempted, or woken before it could sleep: it is waiting for a CPU, not for an event. */
     if (preempt || !(prev_state & 0xff))
         flags |= SAMPLE_F_PREEMPTED;
-    if (record(ctx, tgid, tid, flags, true)) {
+    if (record(ctx, tgid, tid, flags, true, REC_OFFCPU)) {
         count(SAMPLE_CNT_OFFCPU_LOST);
         if (o)
             bpf_map_delete_elem(&offcpu_since, &ktid);

@@ -32,9 +32,10 @@
  *           frame only from a cache entry whose header folds to the same value: an address
  *           freed and reused by another code object since the sample never lends its name.
  *
- * The record is reserved at its largest size (header + configured copy size + configured
- * Python frames); user space reads only the lengths given. Readers use
- * offsetof(struct sample_event, stack) and never a literal.
+ * The record in the ring ends after its Python frames (built in a per-CPU buffer of the largest
+ * size, header + configured copy size + configured Python frames, and copied at the size it came
+ * to); user space reads only the lengths given. Readers use offsetof(struct sample_event, stack)
+ * and never a literal.
  */
 #ifndef PYEBPF_SAMPLE_H
 #define PYEBPF_SAMPLE_H

@@ -26,6 +26,7 @@
 #define RING_MIN          (4u << 20)
 #define PROC_PID_INIT_INO 0xEFFFFFFCu /* the initial PID namespace (include/linux/proc_ns.h) */
 #define RING_MAX          (128u << 20)
+#define RING_OFFCPU       (32u << 20)
 
 struct sampler {
     struct sample_bpf *skel;
@@ -65,22 +66,26 @@ static size_t pow2_at_least(size_t v)
     return p;
 }
 
-/* Enough ring for 1/16 s of every CPU sampling a target at full record size (records are
- * reserved at that size); the program wakes the collector at half of it, so 1/32 s is left for
- * the collector to get a CPU. No more: the
- * kernel zeroes the ring when the map is created and the collector maps it page by page, about
- * 0.35 ms of setup CPU per MiB (1 kHz on 2 CPUs: 8 MiB; at 1/4 s it was 32 MiB, 11 ms). */
+/* Enough ring for 1/16 s of every CPU sampling a target whose records are of a common size; the
+ * program wakes the collector at half of it, so 1/32 s is left for the collector to get a CPU.
+ * Records hold what was read (bpf_ringbuf_output): a Python thread's is ~4 KiB (3.12's eval
+ * loop 20 Python frames deep: a 1.5 KiB stack copy and 0.5 KiB of frames after the 2.1 KiB
+ * header); the common size allows 4 KiB of stack and 64 frames, and RING_MIN holds 97 records
+ * of the largest size (16 KiB copy, 1,024 frames: the defaults). No more: the kernel zeroes the ring when the
+ * map is created and the collector maps it, about 0.35 ms of setup CPU per MiB (1 kHz on 2 CPUs: 4 MiB, 10
+ * kHz: 16 MiB; when records took their largest size, 8 and 64 MiB). */
 static size_t choose_ring_size(const struct sampler_opts *o, unsigned ncpus)
 {
-    size_t rec = (sizeof(struct sample_event) + o->stack_copy +
-                  (size_t)o->py_frames * sizeof(struct sample_pyframe) + 8 + 7) &
-                 ~(size_t)7;
+    size_t stack = o->stack_copy < 4096 ? o->stack_copy : 4096;
+    size_t frames = o->py_frames < 64 ? o->py_frames : 64;
+    size_t rec =
+        (sizeof(struct sample_event) + stack + frames * sizeof(struct sample_pyframe) + 8 + 7) & ~(size_t)7;
     size_t want = (size_t)o->frequency * ncpus * rec / 16;
 
-    /* Context switches come at no fixed rate (tens of thousands a second are common), and each
-     * record is reserved at its largest size: off-CPU records get the largest ring. */
+    /* Context switches come at no fixed rate (tens of thousands a second are common): off-CPU
+     * records get a large ring (as many records as 128 MiB held when each took its largest size). */
     if (o->offcpu)
-        want = RING_MAX;
+        want = RING_OFFCPU;
     if (want < RING_MIN)
         want = RING_MIN;
     if (want > RING_MAX)
@@ -182,6 +187,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
     /* Woken at half: the other half holds what comes in while the collector gets a CPU. */
     s->skel->rodata->cfg_wake_bytes = s->ring_size / 2;
     err = bpf_map__set_max_entries(s->skel->maps.events, s->ring_size);
+    if (!err) /* a record buffer per nesting level (2) per CPU */
+        err = bpf_map__set_max_entries(s->skel->maps.rec_bufs, 2u * (unsigned)ncpu);
     /* An LRU map's entries are allocated at creation, ~1.5 ms for SAMPLE_MAX_THREADS of them:
      * only the off-CPU program uses this one. */
     if (!err && !o->offcpu)

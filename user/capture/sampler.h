@@ -27,7 +27,7 @@ struct sampler_opts {
     bool prog_stats;          /* have the kernel time the program (global while sampling) */
     uint32_t py_frames;       /* Python frames read in the kernel per sample (cap, at most
                                  SAMPLE_PY_FRAMES_MAX); 0: SAMPLE_PY_FRAMES_DEFAULT */
-    bool no_py_frames;        /* no in-kernel Python reader (records lose its reserved room) */
+    bool no_py_frames;        /* no in-kernel Python reader */
     size_t ring_size;         /* bytes, 0: chosen from frequency and record size */
     bool offcpu;              /* records of target threads leaving the CPU and coming back
                                  (sched_switch: SAMPLE_F_OFFCPU, then a struct sample_wake) */
@@ -38,10 +38,10 @@ struct sampler_opts {
     bool verbose;             /* libbpf messages to stderr */
 };
 
-/* Called for each record; len is the record's reserved size. A record whose flags have
- * SAMPLE_F_WAKE is a struct sample_wake (len says so too). Returns 1 when a sample record's thread
- * is new to the caller (with a stack copy, the sampler then bounds that thread's copies by the end
- * of its stack mapping: stackends.h), 0 otherwise; a negative value stops a poll. */
+/* Called for each record; len is the record's size (header, stack copy, Python frames). A record whose flags
+ * have SAMPLE_F_WAKE is a struct sample_wake (len says so too). Returns 1 when a sample record's thread is
+ * new to the caller (with a stack copy, the sampler then bounds that thread's copies by the end of its stack
+ * mapping: stackends.h), 0 otherwise; a negative value stops a poll. */
 typedef int (*sampler_fn)(void *ctx, const struct sample_event *ev, size_t len);
 
 /* What went wrong, for a message that names the cause; see sampler_strerror(). */
