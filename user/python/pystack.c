@@ -142,6 +142,11 @@ pid_t pystack_pid(const struct pystack *ps)
     return ps->r.pid;
 }
 
+uint64_t *pystack_threads_active(struct pystack *ps)
+{
+    return &ps->threads_active;
+}
+
 const struct remote_stats *pystack_remote_stats(const struct pystack *ps)
 {
     return &ps->r.st;

@@ -249,10 +249,25 @@ static int attr_get(struct ctx *c, uint64_t obj, const char *name, uint64_t *val
     return rd64(c, values + 8 * (uint64_t)i, value) ?: (*value ? 0 : -ENOENT);
 }
 
-int pythreads_name(const struct pyrt *rt, pid_t pid, uint64_t tstate, char *out, size_t size)
+/* interp->modules["threading"].__dict__["_active"] into *active. */
+static int find_active(struct ctx *c, uint64_t tstate, const struct thr_offsets *o, uint64_t *active)
+{
+    uint64_t interp, modules, mod, mdict;
+    int rc;
+
+    if ((rc = rd64(c, tstate + c->L->ts_interp, &interp)) || (rc = rd64(c, interp + o->is_modules, &modules)))
+        return rc;
+    if (!modules || (rc = dict_get(c, modules, "threading", NULL, &mod)) ||
+        (rc = rd64(c, mod + MD_DICT, &mdict)) || (rc = dict_get(c, mdict, "_active", NULL, active)))
+        return rc < 0 ? rc : -ENOENT;
+    return 0;
+}
+
+int pythreads_name(const struct pyrt *rt, pid_t pid, uint64_t tstate, uint64_t *active, char *out,
+                   size_t size)
 {
     struct ctx c = {.L = &rt->L, .minor = rt->L.minor};
-    uint64_t interp, modules, mod, mdict, active, thread, name, tid;
+    uint64_t thread, name, tid;
     int64_t key;
     int rc;
 
@@ -261,13 +276,20 @@ int pythreads_name(const struct pyrt *rt, pid_t pid, uint64_t tstate, char *out,
     remote_init(&c.r, pid);
     const struct thr_offsets *o = &offs[c.minor - 11];
 
-    if ((rc = rd64(&c, tstate + rt->L.ts_interp, &interp)) ||
-        (rc = rd64(&c, tstate + o->ts_thread_id, &tid)) || (rc = rd64(&c, interp + o->is_modules, &modules)))
+    if ((rc = rd64(&c, tstate + o->ts_thread_id, &tid)))
         return rc;
     key = (int64_t)tid;
-    if (!modules || (rc = dict_get(&c, modules, "threading", NULL, &mod)) ||
-        (rc = rd64(&c, mod + MD_DICT, &mdict)) || (rc = dict_get(&c, mdict, "_active", NULL, &active)) ||
-        (rc = dict_get(&c, active, NULL, &key, &thread)) || (rc = attr_get(&c, thread, "_name", &name)))
+    /* The address found before, then (the thread not in that dict) found again: a program may
+     * have replaced the dict since. */
+    for (int pass = *active ? 0 : 1; pass < 2; pass++) {
+        if (pass == 1 && (rc = find_active(&c, tstate, o, active))) {
+            *active = 0;
+            return rc;
+        }
+        if ((rc = dict_get(&c, *active, NULL, &key, &thread)) == 0)
+            break;
+    }
+    if (rc || (rc = attr_get(&c, thread, "_name", &name)))
         return rc < 0 ? rc : -ENOENT;
     return str_text(&c, name, out, size);
 }
