@@ -134,7 +134,7 @@ struct {
  */
 #define REC_OFFCPU 0
 #define REC_SAMPLE 1
-#define REC_LEVELS 2
+#define REC_LEVELS SAMPLE_REC_LEVELS
 #define REC_MAX                                                                                              \
     (SAMPLE_HDR_SIZE + SAMPLE_STACK_COPY_MAX + SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe))
 

@@ -49,6 +49,7 @@
 #define SAMPLE_STACK_COPY_MAX     65536 /* upper bound of --stack-size */
 #define SAMPLE_STACK_COPY_MIN     512   /* smallest fallback size tried */
 #define SAMPLE_COMM_LEN           16
+#define SAMPLE_REC_LEVELS         2    /* record buffers per CPU: the sampler's and the off-CPU program's */
 #define SAMPLE_MAX_TARGETS        1024 /* processes sampled at once */
 /* Threads whose stack end and thread state the kernel keeps. The two LRU maps are preallocated
  * at load (2.4 ms of CPU each at 65536 entries, 0.3 ms at 8192); past that many threads the

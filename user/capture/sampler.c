@@ -71,9 +71,9 @@ static size_t pow2_at_least(size_t v)
  * Records hold what was read (bpf_ringbuf_output): a Python thread's is ~4 KiB (3.12's eval
  * loop 20 Python frames deep: a 1.5 KiB stack copy and 0.5 KiB of frames after the 2.1 KiB
  * header); the common size allows 4 KiB of stack and 64 frames, and RING_MIN holds 97 records
- * of the largest size (16 KiB copy, 1,024 frames: the defaults). No more: the kernel zeroes the ring when the
- * map is created and the collector maps it, about 0.35 ms of setup CPU per MiB (1 kHz on 2 CPUs: 4 MiB, 10
- * kHz: 16 MiB; when records took their largest size, 8 and 64 MiB). */
+ * of the largest size (16 KiB copy, 1,024 frames: the defaults). No more: the kernel zeroes the
+ * ring when the map is created and the collector maps it, about 0.35 ms of setup CPU per MiB
+ * (1 kHz on 2 CPUs: 4 MiB, 10 kHz: 16 MiB; when records took their largest size, 8 and 64 MiB). */
 static size_t choose_ring_size(const struct sampler_opts *o, unsigned ncpus)
 {
     size_t stack = o->stack_copy < 4096 ? o->stack_copy : 4096;
@@ -187,8 +187,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
     /* Woken at half: the other half holds what comes in while the collector gets a CPU. */
     s->skel->rodata->cfg_wake_bytes = s->ring_size / 2;
     err = bpf_map__set_max_entries(s->skel->maps.events, s->ring_size);
-    if (!err) /* a record buffer per nesting level (2) per CPU */
-        err = bpf_map__set_max_entries(s->skel->maps.rec_bufs, 2u * (unsigned)ncpu);
+    if (!err) /* the record buffers: SAMPLE_REC_LEVELS per CPU */
+        err = bpf_map__set_max_entries(s->skel->maps.rec_bufs, SAMPLE_REC_LEVELS * (unsigned)ncpu);
     /* An LRU map's entries are allocated at creation, ~1.5 ms for SAMPLE_MAX_THREADS of them:
      * only the off-CPU program uses this one. */
     if (!err && !o->offcpu)

@@ -279,15 +279,14 @@ int pythreads_name(const struct pyrt *rt, pid_t pid, uint64_t tstate, uint64_t *
     if ((rc = rd64(&c, tstate + o->ts_thread_id, &tid)))
         return rc;
     key = (int64_t)tid;
-    /* The address found before, then (the thread not in that dict) found again: a program may
-     * have replaced the dict since. */
-    for (int pass = *active ? 0 : 1; pass < 2; pass++) {
-        if (pass == 1 && (rc = find_active(&c, tstate, o, active))) {
+    /* The address found before; found again when the thread is not in that dict (a program may
+     * have replaced the dict since). */
+    if (!*active || dict_get(&c, *active, NULL, &key, &thread)) {
+        if ((rc = find_active(&c, tstate, o, active))) {
             *active = 0;
             return rc;
         }
-        if ((rc = dict_get(&c, *active, NULL, &key, &thread)) == 0)
-            break;
+        rc = dict_get(&c, *active, NULL, &key, &thread);
     }
     if (rc || (rc = attr_get(&c, thread, "_name", &name)))
         return rc < 0 ? rc : -ENOENT;

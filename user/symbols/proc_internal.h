@@ -54,9 +54,8 @@ struct proc {
     const struct map_entry *last; /* the mapping found last: frames cluster in few modules */
     struct proc_stats stats;
     struct symslot syms[1u << SYMCACHE_BITS];
-    uint64_t sym_gen;    /* starts at 1: zeroed slots never match */
-    uint64_t unwind_gen; /* sym_gen when ucache last forgot its remembered walks */
-    int mem_fd;          /* /proc/PID/mem, read-only: JIT code shapes, the vDSO */
+    uint64_t sym_gen; /* starts at 1: zeroed slots never match */
+    int mem_fd;       /* /proc/PID/mem, read-only: JIT code shapes, the vDSO */
     struct tramp tramp;
     /* The GDB JIT list (proc_set_gdbjit): regions handed to jitsyms on every read. */
     struct gdbjit_read gdbjit;

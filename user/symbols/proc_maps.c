@@ -179,6 +179,7 @@ int proc_refresh(struct proc *p)
     p->mods = mods;
     p->last = NULL;
     p->sym_gen++;
+    unwind_cache_forget(p->ucache); /* remembered walks hold find_cfi's answers of the old mappings */
     return proc_load_jit(p);
 }
 

@@ -35,10 +35,5 @@ static int find_cfi(void *arg, uint64_t ip, const struct cfi_read_table **cfi, u
 int proc_unwind(struct proc *p, enum unwind_mode mode, const struct unwind_regs *regs, const uint8_t *stack,
                 size_t stack_len, uint64_t stack_addr, uint64_t *ips, size_t max, unsigned *stop)
 {
-    /* Remembered walks hold find_cfi's answers: a re-read of the mappings may change them. */
-    if (p->unwind_gen != p->sym_gen) {
-        unwind_cache_forget(p->ucache);
-        p->unwind_gen = p->sym_gen;
-    }
     return unwind_stack(p->ucache, find_cfi, p, mode, regs, stack, stack_len, stack_addr, ips, max, stop);
 }
