@@ -538,27 +538,66 @@ static void forged_stack(void **state)
     expect(ps, &prof, want, 45, &calls);
     assert_int_equal(calls, 1);
 
-    /* A top frame at or above datastack_top was popped after its address was read: its bytes,
-     * still its own here, give the stack of that instant, from the window. */
+    /* Top frames at or above datastack_top had been popped when it was read: the thread may have
+     * returned from their callers too and pushed anew in those slots, so the chain is of two
+     * instants. Read again; still so, the frames above top are left out and the callers
+     * under them are kept, marked. */
     static struct pystack_frame fr[256];
     unsigned flags;
     set_words(&g, C, f4 + 160, C + 16384);
     st0 = st;
-    expect(ps, &prof, want, 45, &calls);
+    int n = pystack_read(ps, FAKE_TID, fr, 256, &flags);
     pystack_get_stats(ps, &st);
-    assert_int_equal(st.ds_torn, st0.ds_torn);
+    assert_true(flags & PYSTACK_BROKEN);
+    assert_int_equal(n, 5);
+    for (int k = 0; k < 5; k++) {
+        char name[16];
+        snprintf(name, sizeof(name), "ds%d", (int[]){7, 6, 2, 1, 0}[k]);
+        assert_string_equal(prof.frames[fr[k].frame].name, name);
+    }
+    assert_int_equal(st.ds_torn - st0.ds_torn, st.ds_torn_retries - st0.ds_torn_retries + 1);
+    assert_true(st.ds_torn_retries - st0.ds_torn_retries >= 1);
+    assert_int_equal(st.ds_torn_dropped - st0.ds_torn_dropped, 40);
+    /* The leaf a thread state names is still live while the words say so. */
+    set_leaf(&g, f4);
+    expect(ps, &prof, (int[]){7, 6, 2, 1, 0}, 5, &calls);
+    pystack_get_stats(ps, &st);
     /* A caller above its callee in the chunk: the bytes at f3 were written after its frame was
      * popped (no live frame links up), so they and what they point to are of another instant:
      * the chain ends below f3's callee, cut and counted as torn, nothing of f3 or above reported. */
-    set_leaf(&g, f4);
     frame(&g, f3, 6, f4 + 400);
     frame(&g, f4 + 400, 5, 0);
     st0 = st;
-    int n = pystack_read(ps, FAKE_TID, fr, 256, &flags);
+    n = pystack_read(ps, FAKE_TID, fr, 256, &flags);
     assert_true(n == 1 && (flags & PYSTACK_BROKEN));
     pystack_get_stats(ps, &st);
     assert_int_equal(st.ds_torn - st0.ds_torn, 1);
     assert_string_equal(prof.frames[fr[0].frame].name, "ds7");
+    frame(&g, f3, 6, F0 + 2 * 128);
+    expect(ps, &prof, (int[]){7, 6, 2, 1, 0}, 5, &calls);
+
+    /* A frame not owned by the C stack that runs the eval loop's shim code (3.12: an entry
+     * frame caught while being set up, or its bytes read after the loop returned): no frame of
+     * the stack, named <unreadable>, never after the shim. */
+    uint64_t tq = B + 8192 + 8 * 128, tf = B + 8192 + 9 * 128, tc = B + 16384 + 8 * 512;
+    const char *tn[2] = {"<interpreter trampoline>", "<shim>"};
+    for (int k = 0; k < 2; k++) {
+        uint64_t str = k ? tf : tq;
+        uint32_t st32 = ascii;
+        w64(pid, str + L->str_length, strlen(tn[k]));
+        wmem(pid, str + L->str_state, &st32, 4);
+        wmem(pid, str + L->str_ascii_data, tn[k], strlen(tn[k]));
+    }
+    w64(pid, tc + L->ob_type, rt->code_type);
+    w64(pid, tc + L->co_qualname, tq);
+    w64(pid, tc + L->co_name, tq);
+    w64(pid, tc + L->co_filename, tf);
+    w64(pid, tc + L->co_linetable, empty);
+    w64(pid, f3 + L->f_code, tc);
+    for (int k = 0; k < 2; k++) /* new code: read once more with its header */
+        n = pystack_read(ps, FAKE_TID, fr, 256, &flags);
+    assert_int_equal(n, 5);
+    assert_string_equal(prof.frames[fr[1].frame].name, L->minor >= 12 ? "<unreadable>" : tn[0]);
     frame(&g, f3, 6, F0 + 2 * 128);
     expect(ps, &prof, (int[]){7, 6, 2, 1, 0}, 5, &calls);
 

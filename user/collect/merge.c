@@ -58,9 +58,9 @@ static bool in_eval(const struct merge *m, const char *name)
 
 static enum merge_class classify(const struct merge *m, const struct frame *f)
 {
-    /* no code object read, or the eval loop's own shim code seen before its owner was set */
+    /* no code object read (pycode: or none of a live frame) */
     if (f->kind == FRAME_PYTHON)
-        return !f->file || !strcmp(f->file, "<shim>") ? MERGE_C_UNREAD : MERGE_C_OTHER;
+        return !f->file ? MERGE_C_UNREAD : MERGE_C_OTHER;
     if (f->kind == FRAME_JIT) {
         if (!strncmp(f->name, "py::jit:", 8))
             return MERGE_C_EXECUTOR;

@@ -359,7 +359,10 @@ static uint32_t frame_of(struct pycode *c, struct code_entry *e, const struct py
 {
     if (e && e->gone && e->checked == c->sample)
         return (uint32_t)c->freed_frame;
-    if (!e || e->bad || e->state != CODE_FILLED || !fresh(c, e)) {
+    /* A frame running the entry shim's code but not owned by the C stack is an entry frame
+     * caught while being set up, or C-stack bytes read after its eval loop returned: no frame
+     * of the stack, and what it links to is no one instant's either. */
+    if (!e || e->bad || e->state != CODE_FILLED || !fresh(c, e) || e->cstack_only) {
         c->st->errors++;
         return (uint32_t)c->unknown_frame;
     }

@@ -20,6 +20,7 @@ void pycode_table_clear(struct code_entry *e)
     e->state = CODE_EMPTY;
     e->pqual_sample = 0;
     e->tlbc = 0;
+    e->cstack_only = false;
 }
 
 static uint32_t code_hash(uint64_t addr, uint64_t ident)

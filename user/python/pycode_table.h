@@ -33,6 +33,8 @@ struct code_entry {
     bool bad;  /* header unreadable or not a code object in this sample */
     bool gone; /* the header read in this sample folds to another ident: the object captured
                   was freed and the address reused before it could be named */
+    bool cstack_only; /* the eval loop's own shim code (3.12: "<interpreter trampoline>", file
+                         "<shim>"), which only an entry frame owned by the C stack runs */
     uint8_t qual[PYCODE_QUAL_SIZE];  /* its qualname's length and hash words when filled */
     uint8_t pqual[PYCODE_QUAL_SIZE]; /* before it is filled: those words, read with the header ... */
     uint64_t pqual_sample;           /* ... in the batch of this sample (0: not read) */

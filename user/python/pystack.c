@@ -17,6 +17,11 @@
 /* Predicted frames closer than this in memory are read as one range: frames of one thread sit
  * next to each other in its data stack, a few locals apart, and one iovec costs less than two. */
 #define COALESCE_GAP 256
+/* A torn read is read again from where the thread is now, up to this many times: on a stack
+ * whose leaf returns every few microseconds (stack_truth's churn workload) ~1 batch in 4 is torn,
+ * and a new read about as often; with two more reads 2-4 % of its samples stay marked torn, with
+ * one 5-7 %. */
+#define TORN_RETRIES 2
 
 /* -- Data stack --------------------------------------------------------------------------------- */
 
@@ -213,64 +218,77 @@ static bool unvalidated(const struct pystack *ps, size_t n)
     return false;
 }
 
-/* Whether the stack moved while the batch was copied (the data-stack top read after the frames
- * is not the one read before them) and the chain holds a frame of the current chunk that was no
- * longer live by then (at or above the later top): the thread returned from it, maybe from its
- * callers too, and pushed anew, so its bytes and the frames they lead to may be of two instants.
- * A leaf above a top that did not move is a frame being popped, its bytes still its own. */
-static bool torn_leaf(const struct pystack *ps, const struct pydstack_words *dw, size_t n)
+/* The lowest data-stack top of the batch: the words are read right after the thread state (its
+ * top frame's address) and once more after the frames. Every live frame of the current chunk lies
+ * below top, so a frame of the chain whose bytes reach this top or above had been left by one of
+ * the two reads: the thread returned from it, maybe from its callers too, and may have pushed
+ * anew in their slots (a caller's slot then holds a newer frame, of the same size or not, while
+ * the dead leaf's bytes still name it). Its bytes and the frames they lead to are of two instants.
+ * A thread that changed chunks during the batch left them all. 0: nothing to judge by. */
+static uint64_t low_top(const struct pystack *ps, const struct pydstack_words *dw)
 {
     const struct remote_seg *g = &ps->segs[ps->ds_end_seg];
     const struct pydstack_words *e = &ps->ds_end;
 
-    if (!dw || !ps->ds_end_seg || !g->ok || !pydstack_valid(e) || e->chunk != dw->chunk || e->top == dw->top)
-        return false;
-    for (size_t k = 0; k < n; k++) {
-        uint64_t a = ps->addrs[k];
-        if (a >= e->chunk && a < e->limit && a + ps->rt.L.f_read_size > e->top)
-            return true;
-    }
-    return false;
+    if (!dw)
+        return 0;
+    if (!ps->ds_end_seg || !g->ok || !pydstack_valid(e))
+        return dw->top;
+    if (e->chunk != dw->chunk)
+        return dw->chunk;
+    return e->top < dw->top ? e->top : dw->top;
 }
 
-/* Whether the leaf frame, read from the window, is another frame in the window's second copy
- * (read after every other frame of the batch): its code or its caller changed, so the thread
- * popped it while the batch was copied and the callers read after it may be of a later instant
- * (a caller's slot already holding a newer frame). While the leaf stays, the frames under it
- * cannot change but for their instruction pointers. */
-static bool leaf_replaced(const struct pystack *ps, size_t n)
+/* Whether frame k of the chain had been left by the thread at one of the batch's two reads of
+ * the words (low_top: `top`). */
+static bool left(const struct pystack *ps, const struct pydstack_words *dw, uint64_t top, size_t k)
+{
+    const uint64_t a = ps->addrs[k];
+    return top && a >= dw->chunk && a < dw->limit && a + ps->rt.L.f_read_size > top;
+}
+
+/* Whether a frame of the chain, read from the window, is another frame in the window's second
+ * copy (read after every other frame of the batch): its code or its caller changed, so the
+ * thread popped it while the batch was copied and came back to the same depth (`top` alone does
+ * not show it). Returns the frames from the leaf to the deepest such one (0: none). */
+static size_t replaced(const struct pystack *ps, size_t n)
 {
     const struct pyrt_layout *L = &ps->rt.L;
     const struct remote_seg *w = &ps->segs[ps->win_seg], *e = &ps->segs[ps->win_end_seg];
-
-    if (!n || !ps->win_seg || !ps->win_end_seg || !w->ok || !e->ok)
-        return false;
-    const uint64_t a = ps->addrs[0];
-    if (a < w->addr || a - w->addr + L->f_read_size > w->len || a - e->addr + L->f_read_size > e->len)
-        return false;
-    const uint8_t *f0 = (const uint8_t *)w->buf + (a - w->addr),
-                  *f1 = (const uint8_t *)e->buf + (a - e->addr);
-    return u64_at(f0, L->f_code) != u64_at(f1, L->f_code) ||
-           u64_at(f0, L->f_previous) != u64_at(f1, L->f_previous);
-}
-
-/* How many leaf-side frames of a chain torn twice are of no one instant: those the thread had
- * left by the end of the batch (at or above the later data-stack top; leaf first, they come
- * first), or the leaf that was replaced. Its callers, still live then, are kept. */
-static size_t torn_frames(const struct pystack *ps, const struct pydstack_words *dw, size_t n)
-{
-    const struct pydstack_words *e = &ps->ds_end;
     size_t cut = 0;
 
-    if (torn_leaf(ps, dw, n))
-        for (size_t k = 0; k < n; k++) {
-            uint64_t a = ps->addrs[k];
-            if (a >= e->chunk && a < e->limit && a + ps->rt.L.f_read_size > e->top)
-                cut = k + 1;
-        }
-    if (!cut && leaf_replaced(ps, n))
-        cut = 1;
-    return cut < n ? cut : n;
+    if (!ps->win_seg || !ps->win_end_seg || !w->ok || !e->ok)
+        return 0;
+    for (size_t k = 0; k < n; k++) {
+        const uint64_t a = ps->addrs[k];
+        if (a < w->addr || a - w->addr + L->f_read_size > w->len || a - e->addr + L->f_read_size > e->len)
+            continue;
+        const uint8_t *f0 = (const uint8_t *)w->buf + (a - w->addr),
+                      *f1 = (const uint8_t *)e->buf + (a - e->addr);
+        if (u64_at(f0, L->f_code) != u64_at(f1, L->f_code) ||
+            u64_at(f0, L->f_previous) != u64_at(f1, L->f_previous))
+            cut = k + 1;
+    }
+    return cut;
+}
+
+/* How many leaf-side frames of the chain are of no one instant (0: it is of one): those the
+ * thread had left at one of the reads of the words (leaf first, they come first) or that the
+ * window's second copy shows replaced, and the frames outside the chunk right under them (the
+ * entry frame on the C stack of an eval loop that returned with them, a generator's frame):
+ * nothing says they were still live. The callers from the next live frame of the chunk on are
+ * kept. */
+static size_t torn_frames(const struct pystack *ps, const struct pydstack_words *dw, size_t n)
+{
+    const uint64_t top = low_top(ps, dw);
+    size_t cut = replaced(ps, n);
+
+    for (size_t k = cut; k < n; k++)
+        if (left(ps, dw, top, k))
+            cut = k + 1;
+    while (cut && dw && cut < n && !(ps->addrs[cut] >= dw->chunk && ps->addrs[cut] < dw->limit))
+        cut++;
+    return cut;
 }
 
 /* The gap read for a frame at `addr` in the current chunk (pydstack.h); the frame, or NULL. */
@@ -306,7 +324,7 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
     unsigned fl;
     size_t nseg = 0;
     int si = -1, rc;
-    bool again = false;       /* a torn read is read once more */
+    unsigned retries = 0;     /* torn reads read once more, up to TORN_RETRIES times */
     bool codes_again = false; /* ... and one with code objects the batch did not validate */
 
     ps->st.samples++;
@@ -383,9 +401,8 @@ read:
         }
         /* In one chunk a caller lies below the frame it called: a `previous` that points up was
          * read from bytes the thread wrote after the frame was popped (it moved on between the
-         * reads). A top frame at or above datastack_top is not refused: popped after its address
-         * was read, its bytes are either still its own (a stack of that instant) or those of a
-         * newer frame, which the checks below and the code object's header judge. */
+         * reads). A frame at or above datastack_top is followed on: its callers may still be of
+         * the same instant, which the walk's end judges (torn_frames). */
         if (dw && n && addr >= dw->chunk && addr < dw->limit && ps->addrs[n - 1] >= dw->chunk &&
             ps->addrs[n - 1] < dw->limit && addr >= ps->addrs[n - 1]) {
             ps->st.ds_torn++;
@@ -468,12 +485,14 @@ read:
      * chain is cut below its callee. */
     if (bad_link && n)
         n--;
-    /* Torn: the leaf had returned by the time the batch ended. Read once more from where the
-     * thread is now (the prediction learns it); torn twice, the chain is marked, not trusted. */
-    if (!(fl & PYSTACK_BROKEN) && (torn_leaf(ps, dw, n) || leaf_replaced(ps, n))) {
+    /* Torn: the thread had left frames of the chain while the batch was read. Read again from
+     * where it is now (the prediction learns it); torn every time, the chain is marked, not
+     * trusted. */
+    size_t cut = fl & PYSTACK_BROKEN ? 0 : torn_frames(ps, dw, n);
+    if (cut) {
         ps->st.ds_torn++;
-        if (!again && ps->r.st.calls - calls0 < ps->o.max_reads) {
-            again = true;
+        if (retries < TORN_RETRIES && ps->r.st.calls - calls0 < ps->o.max_reads) {
+            retries++;
             ps->st.ds_torn_retries++;
             pystack_save_prediction(ps, s, cframe, n, true, dw);
             pydstack_note(&s->ds, dw);
@@ -483,7 +502,6 @@ read:
         /* Named, the frames it had left could name a frame after a code object that ran in
          * that slot before or after (1 in ~4,000 samples of a workload that execs new code
          * every few ms): they are left out, the chain is marked. */
-        size_t cut = torn_frames(ps, dw, n);
         memmove(ps->raw, ps->raw + cut, (n - cut) * sizeof(*ps->raw));
         memmove(ps->addrs, ps->addrs + cut, (n - cut) * sizeof(*ps->addrs));
         n -= cut;

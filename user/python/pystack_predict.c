@@ -71,13 +71,13 @@ size_t pystack_build_batch(struct pystack *ps, const struct thread_slot *s, uint
     }
     /* The data-stack words once more, right after the frames: iovecs are copied in order, so a
      * frame of the current chunk at or above this top had been popped by the time its bytes were
-     * read, or just after (torn_leaf). */
+     * read, or just after (torn_frames). */
     ps->ds_end_seg = ps->win_end_seg = 0;
     if (ps->ds_seg) {
         ps->ds_end_seg = n;
         ps->segs[n++] = REMOTE_SEG(s->tstate + L->ts_datastack, &ps->ds_end, sizeof(ps->ds_end));
     }
-    /* ... and the window once more: the leaf it held must still be there (leaf_replaced). Not
+    /* ... and the window once more: the frames it held must still be there (torn_frames). Not
      * after a window that failed: each bad segment costs a call of its own. */
     if (win && ps->ds_end_seg && !ps->win_failed) {
         ps->win_end_seg = n;
