@@ -168,6 +168,23 @@ static void executors(void **state)
     assert_true(j.st.images_reused >= (uint64_t)n2 - (j.st.images_read - read0));
     assert_true(j.st.images_read - read0 < (uint64_t)n2);
 
+    /* Stopped, the target's list cannot change: read twice, the second read finds the same list
+     * and leaves every region where it was (the CFI tables handed out keep their addresses, so
+     * the unwinder's cached rows stay). */
+    int status;
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
+    assert_true(gdbjit_read_list(&j, &r, 100000) >= 1);
+    const struct gdbjit_read_region *v0 = j.v;
+    const uint64_t start0 = j.v[0].start;
+    const size_t n0 = j.n;
+    assert_int_equal(gdbjit_read_list(&j, &r, 100000), (int)n0);
+    assert_false(j.changed);
+    assert_ptr_equal(j.v, v0);
+    assert_int_equal(j.v[0].start, start0);
+    assert_int_equal(kill(pid, SIGCONT), 0);
+    n2 = (int)j.n;
+
     /* Handed to jitsyms, the regions name addresses for the native unwinder. */
     struct jitsyms *js;
     assert_int_equal(jitsyms_new(&js), 0);

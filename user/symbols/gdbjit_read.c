@@ -152,8 +152,9 @@ int gdbjit_read_list(struct gdbjit_read *j, struct remote *r, size_t max_entries
 {
     if (!j->descriptor)
         return 0;
-    const uint64_t calls0 = r->st.calls;
+    const uint64_t calls0 = r->st.calls, reused0 = j->st.images_reused;
     struct jit_descriptor d;
+    j->changed = true;
     int rc = remote_read(r, j->descriptor, &d, sizeof(d));
     j->st.reads++;
     if (rc)
@@ -232,6 +233,17 @@ int gdbjit_read_list(struct gdbjit_read *j, struct remote *r, size_t max_entries
     }
     free(img);
     j->st.calls += r->st.calls - calls0;
+    qsort(v, n, sizeof(*v), cmp_region);
+    /* Every region found again and none new (each known one is taken once): the same list.
+     * Its regions go back where they were, so the CFI tables and names handed out stay valid
+     * and keep their addresses (the unwinder's cached rows are keyed by table). */
+    if (!rc && n == j->n && j->st.images_reused - reused0 == n) {
+        if (n)
+            memcpy(j->v, v, n * sizeof(*v));
+        free(v);
+        j->changed = false;
+        return (int)n;
+    }
     gdbjit_read_free(j);
     if (rc) {
         for (size_t i = 0; i < n; i++)
@@ -239,7 +251,6 @@ int gdbjit_read_list(struct gdbjit_read *j, struct remote *r, size_t max_entries
         free(v);
         return rc;
     }
-    qsort(v, n, sizeof(*v), cmp_region);
     j->v = v;
     j->n = n;
     return (int)n;

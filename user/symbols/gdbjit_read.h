@@ -17,6 +17,7 @@
 #ifndef PYEBPF_GDBJIT_READ_H
 #define PYEBPF_GDBJIT_READ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,7 @@ struct gdbjit_read {
     uint64_t descriptor;
     struct gdbjit_read_region *v; /* sorted by start */
     size_t n;
+    bool changed; /* the last read changed the list (false: v and every region kept in place) */
     struct gdbjit_read_stats st;
 };
 

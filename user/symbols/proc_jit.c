@@ -20,14 +20,17 @@
 /* Entries of a GDB JIT list followed at most (a list that changes under the reader may loop). */
 #define GDBJIT_MAX_ENTRIES (1u << 16)
 
-/* The GDB JIT list, re-read and handed to jitsyms (the regions' CFI tables move on every read,
- * so they are handed over every time; after a failed read, what is left: the list as before, or
- * nothing). Returns what jitsyms_set_extra returns, 0 when there is no list. */
+/* The GDB JIT list, re-read and handed to jitsyms when it changed (its regions' CFI tables then
+ * moved; after a failed read, what is left: the list as before, or nothing). Returns what
+ * jitsyms_set_extra returns, 0 when there is no list or it is as it was (a 3.15 target with its
+ * JIT off: an empty list every 200 ms, which cleared every cached CFI row each time). */
 static int load_gdbjit(struct proc *p)
 {
     if (!p->gdbjit.descriptor)
         return 0;
     (void)gdbjit_read_list(&p->gdbjit, &p->gdbjit_mem, GDBJIT_MAX_ENTRIES);
+    if (!p->gdbjit.changed)
+        return 0;
     struct jitsym *v = calloc(p->gdbjit.n ? p->gdbjit.n : 1, sizeof(*v));
     if (!v)
         return -ENOMEM;
@@ -87,6 +90,12 @@ int proc_set_gdbjit(struct proc *p, uint64_t descriptor)
 {
     if (descriptor == p->gdbjit.descriptor)
         return 0;
+    if (p->gdbjit.n) { /* the regions handed to jitsyms go now */
+        int r = jitsyms_set_extra(p->jit, NULL, 0);
+        unwind_cache_clear(p->ucache);
+        if (r < 0)
+            return r;
+    }
     gdbjit_read_free(&p->gdbjit);
     gdbjit_read_init(&p->gdbjit, descriptor);
     /* any live thread names the address space (the leader may have exited: see use_dir) */
