@@ -241,6 +241,7 @@ struct py_walk {
     __u64 wbase; /* address of win[0]; 0: nothing in win */
     __u64 wend;  /* end of what win holds */
     __u64 mark;  /* frame address saved at each power-of-two step: seeing it again is a loop */
+    __u64 floor; /* no window starts below this page when the frame is above it (sample_thread) */
     __u64 last_code, last_ident; /* the previous frame's code object and its ident */
     __u32 n;                     /* frames in fr */
     __u32 flags;
@@ -332,14 +333,21 @@ static long py_step(__u64 i, struct py_walk **wp)
     }
     a = w->addr + w->L.f_lo;
     if (!w->wbase || a < w->wbase || a + len > w->wend) {
+        __u64 wlen;
+
         w->wend = (a + len + 7) & ~7ull;
         w->wbase = w->wend - PY_WINDOW;
+        /* Not from below the page where this thread's mapping was found to start. */
+        if (w->floor && a >= w->floor && w->wbase < w->floor)
+            w->wbase = w->floor;
+        wlen = w->wend - w->wbase;
+        barrier_var(wlen);
         count(SAMPLE_CNT_PY_READS);
-        if (bpf_probe_read_user(w->win, PY_WINDOW, (void *)w->wbase)) {
+        if (wlen > PY_WINDOW || bpf_probe_read_user(w->win, wlen, (void *)w->wbase)) {
             /* The window started below the mapping (a data-stack chunk starts on a page):
-             * read from the frame's page on, so the rest of the page still serves. */
-            __u64 wlen = a + len - (a & ~4095ull);
-
+             * read from the frame's page on, so the rest of the page still serves, and start
+             * the thread's windows there from now on (a failed read costs a fault). */
+            wlen = a + len - (a & ~4095ull);
             count(SAMPLE_CNT_PY_MISSES);
             count(SAMPLE_CNT_PY_READS);
             w->wbase = a & ~4095ull;
@@ -352,6 +360,8 @@ static long py_step(__u64 i, struct py_walk **wp)
                     w->flags |= SAMPLE_PY_BROKEN;
                     return 1;
                 }
+            } else {
+                w->floor = w->wbase;
             }
         }
     }
@@ -432,11 +442,14 @@ static __always_inline void py_capture(struct sample_event *ev, struct sample_th
 
     w->addr = top;
     w->wbase = w->wend = w->mark = 0;
+    w->floor = th->py_floor;
     w->last_code = w->last_ident = 0;
     w->n = 0;
     w->flags = 0;
     /* bpf_loop takes its context on the stack: a pointer to the walk there. */
     bpf_loop(cfg_py_frames + 1, py_step, &w, 0);
+    if (w->floor != th->py_floor)
+        th->py_floor = w->floor;
     /* A half chain would be attributed wrongly: user space reads this one itself. */
     if (w->flags & SAMPLE_PY_BROKEN)
         goto broken;

@@ -253,6 +253,8 @@ struct sample_wake {
 struct sample_thread {
     __u64 stack_end; /* highest readable address of its stack */
     __u64 tstate;    /* its PyThreadState */
+    __u64 py_floor;  /* the kernel's: the page its frame windows start at the lowest (a window
+                        from below it was refused: a data-stack chunk's mapping starts there) */
 };
 
 /*

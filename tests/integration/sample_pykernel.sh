@@ -48,6 +48,8 @@ MAX_STEADY_READS=0.05       # steady remote reads per sample
 MIN_CHAIN_PCT=95            # samples with main;outer;middle;inner and their lines
 MIN_CUT_PCT=95              # depth 1500: in-kernel chains flagged as cut at the cap
 MAX_BPF_NS=1000000          # depth 1000: in-kernel time per sample
+MAX_WINDOW_MISSES=3         # frame windows refused (from below a mapping) in a run of one thread:
+                            # the page is then remembered for the thread (one fault, not one a sample)
 
 # stacks FILE SHARE: the distinct stacks holding >= SHARE of the samples, sorted
 stacks() { awk -v p="$2" '{ n = $NF; $NF = ""; c[$0] += n; t += n } END { for (s in c) if (c[s] >= p * t) print s }' "$1" | sort; }
@@ -92,6 +94,10 @@ steady() {
     # The only steady read: the code objects' headers, re-validated in one batched call once per
     # trust window (1 s), i.e. ~1 call per second whatever the frequency (0.005-0.03 here).
     check "$name: steady remote reads per sample <= $MAX_STEADY_READS ($rps)" le "$rps" $MAX_STEADY_READS
+    local misses
+    misses=$(stat_of python_kernel_window_misses "$f.stats")
+    check "$name: frame windows refused <= $MAX_WINDOW_MISSES in $samples samples (${misses:-none})" \
+        le "${misses:-99}" $MAX_WINDOW_MISSES
     check "$name: main;outer;middle;inner with lines in >= $MIN_CHAIN_PCT% of samples ($chain/$samples)" \
         share_ge "$chain" "$samples" $MIN_CHAIN_PCT
     # Each stack holding >= 10 % of one profile is seen in the other (a stack near a fixed share
