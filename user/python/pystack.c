@@ -324,7 +324,7 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
     unsigned fl;
     size_t nseg = 0;
     int si = -1, rc;
-    unsigned retries = 0;     /* torn reads read once more, up to TORN_RETRIES times */
+    unsigned retries = 0;     /* torn batches read again so far (at most TORN_RETRIES) */
     bool codes_again = false; /* ... and one with code objects the batch did not validate */
 
     ps->st.samples++;
