@@ -167,11 +167,17 @@ static bool apply_header(struct pycode *c, struct code_entry *e, const uint8_t *
     return true;
 }
 
-void pycode_header(struct pycode *c, uint64_t addr, const uint8_t *hdr, const uint8_t *qual)
+void pycode_header(struct pycode *c, uint64_t addr, const uint8_t *hdr, const uint8_t *qual, bool witnessed)
 {
     struct code_entry *e = pycode_table_get(c, addr, 0);
-    if (e)
-        apply_header(c, e, hdr, qual);
+    if (!e)
+        return;
+    /* Unwitnessed, the words still confirm a filled entry (the same bytes name the same
+     * object), but no new entry is filled from them: a freed object keeps its header, and its
+     * qualname's words are then another str's (3.11: "__builtins__"). */
+    if (!witnessed && e->state != CODE_FILLED)
+        qual = NULL;
+    apply_header(c, e, hdr, qual);
 }
 
 uint64_t pycode_qual_addr(const struct pycode *c, uint64_t addr)

@@ -35,8 +35,10 @@ void pycode_free(struct pycode *c);
 void pycode_begin(struct pycode *c);
 
 /* A header of code object `addr` read in this sample elsewhere (the predicted batch), with the
- * PYCODE_QUAL_SIZE bytes read at pycode_qual_addr in the same call (NULL: not read). */
-void pycode_header(struct pycode *c, uint64_t addr, const uint8_t *hdr, const uint8_t *qual);
+ * PYCODE_QUAL_SIZE bytes read at pycode_qual_addr in the same call (NULL: not read). `witnessed`:
+ * every frame of the chain that runs it was still live after they were read (so they are the
+ * object's, not a freed one's); only then may they fill a new entry. */
+void pycode_header(struct pycode *c, uint64_t addr, const uint8_t *hdr, const uint8_t *qual, bool witnessed);
 
 /* Where the qualname words of the entry for `addr` are to be read (its header is known); 0: none. */
 uint64_t pycode_qual_addr(const struct pycode *c, uint64_t addr);

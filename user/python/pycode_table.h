@@ -30,9 +30,9 @@ struct code_entry {
     uint64_t tlbc;    /* free-threaded: the per-thread bytecode copy last found to hold a frame's
                          instruction (0: none yet), tried before co_tlbc is read again */
     enum code_state state;
-    bool bad;  /* header unreadable or not a code object in this sample */
-    bool gone; /* the header read in this sample folds to another ident: the object captured
-                  was freed and the address reused before it could be named */
+    bool bad;         /* header unreadable or not a code object in this sample */
+    bool gone;        /* the header read in this sample folds to another ident: the object captured
+                         was freed and the address reused before it could be named */
     bool cstack_only; /* the eval loop's own shim code (3.12: "<interpreter trampoline>", file
                          "<shim>"), which only an entry frame owned by the C stack runs */
     uint8_t qual[PYCODE_QUAL_SIZE];  /* its qualname's length and hash words when filled */

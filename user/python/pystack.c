@@ -291,6 +291,38 @@ static size_t torn_frames(const struct pystack *ps, const struct pydstack_words 
     return cut;
 }
 
+/* Whether code object `code` runs in a frame of the chain that the thread had left when the
+ * words were read last (after the code headers): its header may then be of the object freed with
+ * the frame. False when the words are not known (nothing to judge by). */
+static bool unwitnessed(const struct pystack *ps, const struct pydstack_words *dw, size_t n, uint64_t code)
+{
+    const struct remote_seg *g = &ps->segs[ps->ds_fin_seg];
+    const struct pydstack_words *f = &ps->ds_fin;
+
+    if (!dw || !ps->ds_fin_seg || !g->ok || !pydstack_valid(f))
+        return false;
+    const uint64_t top = f->chunk == dw->chunk ? f->top : dw->chunk;
+    for (size_t k = 0; k < n; k++)
+        if (ps->raw[k].code == code && left(ps, dw, top, k))
+            return true;
+    return false;
+}
+
+/* Hands the batch's code headers to pycode, each with the qualname words read with it. */
+static void apply_headers(struct pystack *ps, const struct thread_slot *s, const struct pydstack_words *dw,
+                          size_t n)
+{
+    const struct pyrt_layout *L = &ps->rt.L;
+
+    for (uint32_t k = 0; k < s->ncodes; k++) {
+        const struct remote_seg *h = &ps->segs[ps->code_seg0 + k],
+                                *q = &ps->segs[ps->code_seg0 + s->ncodes + k];
+        if (h->ok && h->len)
+            pycode_header(ps->code, s->codes[k], ps->hbuf + (size_t)k * L->co_hdr_size,
+                          q->ok && q->len ? ps->qbuf[k] : NULL, !unwitnessed(ps, dw, n, s->codes[k]));
+    }
+}
+
 /* The gap read for a frame at `addr` in the current chunk (pydstack.h); the frame, or NULL. */
 static const uint8_t *gap_read(struct pystack *ps, const struct pydstack_words *w, uint64_t addr)
 {
@@ -352,14 +384,6 @@ read:
     struct thread_slot *s = &ps->slots[si];
     if (ps->win_seg) /* kept over batches without a window */
         ps->win_failed = !ps->segs[ps->win_seg].ok;
-    for (uint32_t k = 0; k < s->ncodes; k++)
-        if (ps->segs[ps->code_seg0 + k].ok && ps->segs[ps->code_seg0 + k].len)
-            pycode_header(ps->code, s->codes[k], ps->hbuf + (size_t)k * L->co_hdr_size,
-                          ps->segs[ps->code_seg0 + s->ncodes + k].ok &&
-                                  ps->segs[ps->code_seg0 + s->ncodes + k].len
-                              ? ps->qbuf[k]
-                              : NULL);
-
     /* The top frame. */
     uint64_t top, cframe = 0;
     if (L->ts_cframe) {
@@ -507,6 +531,7 @@ read:
         n -= cut;
         ps->st.ds_torn_dropped += cut;
     }
+    apply_headers(ps, s, dw, n);
     /* New code objects: their headers were not in the batch (their addresses were not known),
      * and a header read after the frames can be another object's (the one that ran freed, its
      * address reused). Read the headers now, then the stack again with them and their qualname

@@ -93,6 +93,14 @@ size_t pystack_build_batch(struct pystack *ps, const struct thread_slot *s, uint
         uint64_t q = ps->segs[ps->code_seg0 + k].len ? pycode_qual_addr(ps->code, s->codes[k]) : 0;
         ps->segs[n++] = REMOTE_SEG(q, ps->qbuf[k], q ? PYCODE_QUAL_SIZE : 0);
     }
+    /* The words last: a frame still live here was live while its code object's header and
+     * qualname words were read (it holds the object), so they may fill a new entry (pycode_header:
+     * witnessed). Not the frames' witness: a longer span would tear more chains for nothing. */
+    ps->ds_fin_seg = 0;
+    if (ps->ds_seg) {
+        ps->ds_fin_seg = n;
+        ps->segs[n++] = REMOTE_SEG(s->tstate + L->ts_datastack, &ps->ds_fin, sizeof(ps->ds_fin));
+    }
     return n;
 }
 

@@ -78,8 +78,9 @@ struct pystack {
     size_t ds_seg, win_seg;   /* segments of the three words and of the window; 0: none */
     size_t ds_end_seg;        /* the three words again, after the frames; 0: none */
     size_t win_end_seg;       /* the window again, after them: the leaf's witness; 0: none */
+    size_t ds_fin_seg;        /* the three words last, after the code headers: the fills' witness */
     bool win_failed;          /* the last window read failed: no second copy until one reads */
-    struct pydstack_words ds_words, ds_end;
+    struct pydstack_words ds_words, ds_end, ds_fin;
     uint8_t *wbuf, *wbuf_end, *gbuf;
     struct remote_seg gaps[MAX_GAPS];
     unsigned ngaps;
