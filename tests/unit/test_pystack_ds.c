@@ -5,7 +5,8 @@
  * against real interpreters (tests/py/nested.py varied: random call trees that change at every
  * sample): one call per read, frames only ever of the functions on the stack, correctly nested;
  * and against forged data stacks written into a scratch buffer of the target (a thread that moved
- * on, a stack grown past the window, words that make no sense, a chunk that is not mapped).
+ * on, a stack grown past the window, words that make no sense, a chunk that is not mapped), and
+ * which code-object headers may fill a new entry (user/python/pycode.c).
  */
 #include <errno.h>
 #include <poll.h>
@@ -26,8 +27,10 @@
 
 #include <cmocka.h>
 
+#include "capture/remote.h"
 #include "profile/profile.h"
 #include "pytargets.h"
+#include "python/pycode.h"
 #include "python/pydstack.h"
 #include "python/pystack.h"
 
@@ -619,6 +622,36 @@ static void forged_stack(void **state)
     for (int k = 0; k < 4; k++) {
         expect(ps, &prof, (int[]){7, 6, 2, 1, 0}, 5, &calls);
         assert_true(calls <= (k == 0 ? 3u : 2u));
+    }
+
+    /* Code objects' headers read after the frames fill a new entry only when witnessed (every
+     * frame running the object still live after the read: the words read last in the batch);
+     * unwitnessed they still confirm an entry already filled. */
+    {
+        struct remote r2;
+        struct pystack_stats pst = {0};
+        struct pycode *c;
+        uint8_t hdr[1024], qual[PYCODE_QUAL_SIZE];
+        const uint64_t code = g.code[3];
+        struct pystack_raw raw = {.code = code, .instr = code + L->co_code_adaptive};
+        struct pystack_frame out;
+        /* A new entry's first header comes without qualname words (their address is read from
+         * it); then the words, unwitnessed: no fill; witnessed: filled; unwitnessed: confirmed. */
+        const char *named[4] = {"<unreadable>", "<unreadable>", "ds3", "ds3"};
+        const bool witnessed[4] = {true, false, true, false};
+        remote_init(&r2, pid);
+        assert_int_equal(pycode_new(&c, rt, &r2, &prof, &pst), 0);
+        assert_true(L->co_hdr_size <= sizeof(hdr));
+        assert_int_equal(remote_read(&r2, code + L->co_hdr_start, hdr, L->co_hdr_size), 0);
+        assert_int_equal(
+            remote_read(&r2, rd64(pid, code + L->co_qualname) + L->str_length, qual, sizeof(qual)), 0);
+        for (int k = 0; k < 4; k++) {
+            pycode_begin(c);
+            pycode_header(c, code, hdr, k ? qual : NULL, witnessed[k]);
+            assert_int_equal(pycode_symbolize(c, &raw, 1, &out, 1, PYCODE_COMPLETE), 1);
+            assert_string_equal(prof.frames[out.frame].name, named[k]);
+        }
+        pycode_free(c);
     }
 
     /* The real thread still reads fine, and the target still runs. */
