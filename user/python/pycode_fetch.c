@@ -205,8 +205,8 @@ void pycode_fetch(struct pycode *c, struct code_entry **todo, size_t n)
             if (!e->filename)
                 e->filename = strdup(PYSTACK_REFUSED);
         }
-        e->cstack_only = L->minor >= 12 && !strcmp(e->qualname, "<interpreter trampoline>") &&
-                         !strcmp(e->filename, "<shim>");
+        e->cstack_only = L->minor >= 12 && e->qualname && e->filename &&
+                         !strcmp(e->qualname, "<interpreter trampoline>") && !strcmp(e->filename, "<shim>");
         memcpy(e->qual, hb[PER * i + Q], PYCODE_QUAL_SIZE);
         e->id = c->next_id++;
         e->state = CODE_FILLED;
