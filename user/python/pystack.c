@@ -218,33 +218,45 @@ static bool unvalidated(const struct pystack *ps, size_t n)
     return false;
 }
 
-/* The lowest data-stack top of the batch: the words are read right after the thread state (its
- * top frame's address) and once more after the frames. Every live frame of the current chunk lies
- * below top, so a frame of the chain whose bytes reach this top or above had been left by one of
- * the two reads: the thread returned from it, maybe from its callers too, and may have pushed
- * anew in their slots (a caller's slot then holds a newer frame, of the same size or not, while
- * the dead leaf's bytes still name it). Its bytes and the frames they lead to are of two instants.
- * A thread that changed chunks during the batch left them all. 0: nothing to judge by. */
-static uint64_t low_top(const struct pystack *ps, const struct pydstack_words *dw)
+/* The top a later read of the words (segment `seg`, into *w) judges the chain by: its top, or the
+ * chunk's start when the thread had changed chunks (it had left every frame of this one). Every
+ * live frame of the current chunk lies below top, so a frame of the chain whose bytes reach it
+ * had been left by then: the thread returned from it, maybe from its callers too, and may have
+ * pushed anew in their slots (a caller's slot then holds a newer frame, of the same size or not,
+ * while the dead leaf's bytes still name it). 0: not read, or no sense in it. */
+static uint64_t later_top(const struct pystack *ps, const struct pydstack_words *dw, size_t seg,
+                          const struct pydstack_words *w)
 {
-    const struct remote_seg *g = &ps->segs[ps->ds_end_seg];
-    const struct pydstack_words *e = &ps->ds_end;
-
-    if (!dw)
+    if (!seg || !ps->segs[seg].ok || !pydstack_valid(w))
         return 0;
-    if (!ps->ds_end_seg || !g->ok || !pydstack_valid(e))
-        return dw->top;
-    if (e->chunk != dw->chunk)
-        return dw->chunk;
-    return e->top < dw->top ? e->top : dw->top;
+    return w->chunk == dw->chunk ? w->top : dw->chunk;
 }
 
-/* Whether frame k of the chain had been left by the thread at one of the batch's two reads of
- * the words (low_top: `top`). */
-static bool left(const struct pystack *ps, const struct pydstack_words *dw, uint64_t top, size_t k)
+/* The lowest data-stack top of the frames' reads: the words read right after the thread state
+ * (its top frame's address) and once more after the frames. A frame reaching it is of another
+ * instant than its callers. 0: nothing to judge by. */
+static uint64_t low_top(const struct pystack *ps, const struct pydstack_words *dw)
 {
-    const uint64_t a = ps->addrs[k];
-    return top && a >= dw->chunk && a < dw->limit && a + ps->rt.L.f_read_size > top;
+    if (!dw)
+        return 0;
+    const uint64_t e = later_top(ps, dw, ps->ds_end_seg, &ps->ds_end);
+    return e && e < dw->top ? e : dw->top;
+}
+
+static bool in_chunk(const struct pydstack_words *dw, uint64_t a)
+{
+    return a >= dw->chunk && a < dw->limit;
+}
+
+/* The leaf-side frames of the chain up to the deepest one whose bytes reach `top` (0: none). */
+static size_t left_frames(const struct pystack *ps, const struct pydstack_words *dw, uint64_t top, size_t n)
+{
+    size_t cut = 0;
+
+    for (size_t k = 0; top && k < n; k++)
+        if (in_chunk(dw, ps->addrs[k]) && ps->addrs[k] + ps->rt.L.f_read_size > top)
+            cut = k + 1;
+    return cut;
 }
 
 /* Whether a frame of the chain, read from the window, is another frame in the window's second
@@ -280,46 +292,34 @@ static size_t replaced(const struct pystack *ps, size_t n)
  * kept. */
 static size_t torn_frames(const struct pystack *ps, const struct pydstack_words *dw, size_t n)
 {
-    const uint64_t top = low_top(ps, dw);
-    size_t cut = replaced(ps, n);
+    size_t cut = replaced(ps, n), left = dw ? left_frames(ps, dw, low_top(ps, dw), n) : 0;
 
-    for (size_t k = cut; k < n; k++)
-        if (left(ps, dw, top, k))
-            cut = k + 1;
-    while (cut && dw && cut < n && !(ps->addrs[cut] >= dw->chunk && ps->addrs[cut] < dw->limit))
+    if (left > cut)
+        cut = left;
+    while (cut && dw && cut < n && !in_chunk(dw, ps->addrs[cut]))
         cut++;
     return cut;
 }
 
-/* Whether code object `code` runs in a frame of the chain that the thread had left when the
- * words were read last (after the code headers): its header may then be of the object freed with
- * the frame. False when the words are not known (nothing to judge by). */
-static bool unwitnessed(const struct pystack *ps, const struct pydstack_words *dw, size_t n, uint64_t code)
-{
-    const struct remote_seg *g = &ps->segs[ps->ds_fin_seg];
-    const struct pydstack_words *f = &ps->ds_fin;
-
-    if (!dw || !ps->ds_fin_seg || !g->ok || !pydstack_valid(f))
-        return false;
-    const uint64_t top = f->chunk == dw->chunk ? f->top : dw->chunk;
-    for (size_t k = 0; k < n; k++)
-        if (ps->raw[k].code == code && left(ps, dw, top, k))
-            return true;
-    return false;
-}
-
-/* Hands the batch's code headers to pycode, each with the qualname words read with it. */
+/* Hands the batch's code headers to pycode, each with the qualname words read with it. A header
+ * is witnessed unless a frame running its object had been left when the words were read last,
+ * after the headers: the object may have been freed with that frame (words not known: nothing
+ * to judge by, witnessed). */
 static void apply_headers(struct pystack *ps, const struct thread_slot *s, const struct pydstack_words *dw,
                           size_t n)
 {
     const struct pyrt_layout *L = &ps->rt.L;
+    const size_t left = dw ? left_frames(ps, dw, later_top(ps, dw, ps->ds_fin_seg, &ps->ds_fin), n) : 0;
 
     for (uint32_t k = 0; k < s->ncodes; k++) {
         const struct remote_seg *h = &ps->segs[ps->code_seg0 + k],
                                 *q = &ps->segs[ps->code_seg0 + s->ncodes + k];
+        bool witnessed = true;
+        for (size_t i = 0; i < left && witnessed; i++)
+            witnessed = ps->raw[i].code != s->codes[k];
         if (h->ok && h->len)
             pycode_header(ps->code, s->codes[k], ps->hbuf + (size_t)k * L->co_hdr_size,
-                          q->ok && q->len ? ps->qbuf[k] : NULL, !unwitnessed(ps, dw, n, s->codes[k]));
+                          q->ok && q->len ? ps->qbuf[k] : NULL, witnessed);
     }
 }
 
