@@ -104,7 +104,7 @@ static __attribute__((no_sanitize_address, noinline)) int capture(void)
             copy = COPY_MAX;
         copy &= ~(size_t)7;
     }
-    ev = calloc(1, sizeof(*ev) + copy);
+    ev = calloc(1, sizeof(*ev) + copy + SAMPLE_STACK_BYTES);
     if (!ev)
         return -ENOMEM;
     ev->pid = (uint32_t)getpid();
@@ -128,21 +128,22 @@ static __attribute__((no_sanitize_address, noinline)) int capture(void)
     strncpy(ev->comm, "replay", sizeof(ev->comm) - 1);
 
     /* The chain bpf_get_stack(BPF_F_USER_STACK) walks: ip, then return addresses. */
+    __u64 *ustack = sample_ustack(ev);
     size_t n = 0;
-    ev->ustack[n++] = ip;
+    ustack[n++] = ip;
     for (uint64_t fp = bp; n < SAMPLE_MAX_STACK_DEPTH && fp >= sp && fp + 16 <= stack_top && !(fp & 7);) {
         const uint64_t *w = (const uint64_t *)(uintptr_t)fp;
 
         if (!w[1])
             break;
-        ev->ustack[n++] = w[1];
+        ustack[n++] = w[1];
         if (w[0] <= fp)
             break;
         fp = w[0];
     }
     ev->ustack_len = (uint32_t)(n * 8);
     capture_out->ev = ev;
-    capture_out->len = sizeof(*ev) + copy;
+    capture_out->len = sample_event_len(ev);
     return 0;
 }
 

@@ -135,8 +135,8 @@ struct {
 #define REC_OFFCPU 0
 #define REC_SAMPLE 1
 #define REC_LEVELS SAMPLE_REC_LEVELS
-#define REC_MAX                                                                                              \
-    (SAMPLE_HDR_SIZE + SAMPLE_STACK_COPY_MAX + SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe))
+#define REC_PY_MAX (SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe))
+#define REC_MAX    (SAMPLE_HDR_SIZE + SAMPLE_STACK_COPY_MAX + REC_PY_MAX + 2 * SAMPLE_STACK_BYTES)
 
 struct rec_buf {
     __u8 b[REC_MAX];
@@ -459,15 +459,14 @@ static __always_inline void py_capture(struct sample_event *ev, struct sample_th
     nb = w->n * sizeof(struct sample_pyframe);
     if (nb > cfg_py_frames * sizeof(struct sample_pyframe))
         nb = cfg_py_frames * sizeof(struct sample_pyframe);
-    if (nb > SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe))
-        nb = SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe);
+    if (nb > REC_PY_MAX)
+        nb = REC_PY_MAX;
     off = ev->stack_len;
     if (off > size)
         off = size;
     barrier_var(off);
     barrier_var(nb);
-    if (off > SAMPLE_STACK_COPY_MAX || nb > SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe) ||
-        bpf_probe_read_kernel(ev->stack + off, nb, w->fr))
+    if (off > SAMPLE_STACK_COPY_MAX || nb > REC_PY_MAX || bpf_probe_read_kernel(ev->stack + off, nb, w->fr))
         goto broken;
     ev->py_count = nb / sizeof(struct sample_pyframe);
     count_n(SAMPLE_CNT_PY_FRAMES, ev->py_count);
@@ -516,16 +515,52 @@ static __always_inline bool current_target(__u32 *tgid, __u32 *tid)
     return true;
 }
 
+/*
+ * The kernel stack (when `kstack`) and the user frame-pointer chain (when `ustack`), at the end
+ * of the record: after the copy and the Python frames, at the lengths they came to.
+ */
+static __always_inline void record_stacks(struct sample_event *ev, void *ctx, bool kstack, bool ustack)
+{
+    __u64 off = ev->stack_len + ev->py_count * sizeof(struct sample_pyframe);
+    long n;
+
+    if (kstack) {
+        barrier_var(off);
+        if (off > SAMPLE_STACK_COPY_MAX + REC_PY_MAX)
+            return;
+        n = bpf_get_stack(ctx, ev->stack + off, SAMPLE_STACK_BYTES, 0);
+        if (n >= 0 && n <= SAMPLE_STACK_BYTES) {
+            ev->kstack_len = n;
+            off += n;
+        } else {
+            ev->flags |= SAMPLE_F_KSTACK_ERR;
+        }
+    }
+    if (ustack) {
+        barrier_var(off);
+        if (off > SAMPLE_STACK_COPY_MAX + REC_PY_MAX + SAMPLE_STACK_BYTES)
+            return;
+        n = bpf_get_stack(ctx, ev->stack + off, SAMPLE_STACK_BYTES, BPF_F_USER_STACK);
+        if (n >= 0)
+            ev->ustack_len = n;
+        else
+            ev->flags |= SAMPLE_F_USTACK_ERR;
+    }
+}
+
 /* The record in ev, as far as it was filled, into the ring. 0, or -1 when the ring was full. */
 static __always_inline int submit(struct sample_event *ev)
 {
     __u64 len = ev->stack_len, py = ev->py_count * sizeof(struct sample_pyframe);
+    __u64 st = ev->kstack_len + (__u64)ev->ustack_len;
 
     if (len > SAMPLE_STACK_COPY_MAX)
         len = SAMPLE_STACK_COPY_MAX;
-    if (py > SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe))
-        py = SAMPLE_PY_FRAMES_MAX * sizeof(struct sample_pyframe);
-    len += sizeof(*ev) + py;
+    if (py > REC_PY_MAX)
+        py = REC_PY_MAX;
+    if (st > 2 * SAMPLE_STACK_BYTES)
+        st = 2 * SAMPLE_STACK_BYTES;
+    len += sizeof(*ev) + py + st;
     barrier_var(len);
     if (len > REC_MAX || bpf_ringbuf_output(&events, ev, len, wake_flag())) {
         count(SAMPLE_CNT_LOST);
@@ -535,11 +570,11 @@ static __always_inline int submit(struct sample_event *ev)
 }
 
 /*
- * One record of the current task, built in ev and copied into the ring: ids, time, the kernel
- * stack (when `kstack`), the user registers and stacks, the Python chain. `ctx` is the calling
- * program's context (for bpf_get_stack), `flags` the record's first flags. Shared by the sampler
- * and the off-CPU program, so both see a thread the same way. Returns 0, or -1 when the ring was
- * full.
+ * One record of the current task, built in ev and copied into the ring: ids, time, the user
+ * registers, the stack copy, the Python chain, then the kernel stack (when `kstack`) and the
+ * frame-pointer chain. `ctx` is the calling program's context (for bpf_get_stack), `flags` the
+ * record's first flags. Shared by the sampler and the off-CPU program, so both see a thread the
+ * same way. Returns 0, or -1 when the ring was full.
  */
 static __always_inline int record_in(struct sample_event *ev, __u32 level, void *ctx, __u32 tgid, __u32 tid,
                                      __u32 flags, bool kstack)
@@ -547,7 +582,6 @@ static __always_inline int record_in(struct sample_event *ev, __u32 level, void 
     __u32 size = cfg_stack_copy, pyframes = cfg_py_frames;
     struct sample_thread *th;
     struct task_struct *task;
-    long n;
 
     if (size > SAMPLE_STACK_COPY_MAX)
         size = SAMPLE_STACK_COPY_MAX;
@@ -567,33 +601,18 @@ static __always_inline int record_in(struct sample_event *ev, __u32 level, void 
     ev->stack_addr = 0;
     bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 
-    if (kstack) {
-        n = bpf_get_stack(ctx, ev->kstack, sizeof(ev->kstack), 0);
-        if (n >= 0)
-            ev->kstack_len = n;
-        else
-            ev->flags |= SAMPLE_F_KSTACK_ERR;
-    }
-
     task = bpf_get_current_task_btf();
     /* A probe read, not a load through the trusted pointer: the verifier checks such a load by
      * searching the kernel's BTF for the type by name: a quarter of the program's load time. */
     if (!kread64(task, cfg_koff.task_mm)) {
         ev->flags |= SAMPLE_F_NO_UREGS;
         __builtin_memset(&ev->regs, 0, sizeof(ev->regs));
+        record_stacks(ev, ctx, kstack, false);
         return submit(ev);
     }
     /* ctx->regs are the kernel's registers when the sample landed in the kernel; the user
      * registers are the ones saved at kernel entry. */
     read_user_regs(&ev->regs, (struct pt_regs *)bpf_task_pt_regs(task));
-
-    if (cfg_user_fp_stack) {
-        n = bpf_get_stack(ctx, ev->ustack, sizeof(ev->ustack), BPF_F_USER_STACK);
-        if (n >= 0)
-            ev->ustack_len = n;
-        else
-            ev->flags |= SAMPLE_F_USTACK_ERR;
-    }
 
     th = bpf_map_lookup_elem(&threads, &tid);
     if (size) {
@@ -602,6 +621,7 @@ static __always_inline int record_in(struct sample_event *ev, __u32 level, void 
     }
     if (pyframes)
         py_capture(ev, th, tgid, tid, size, level);
+    record_stacks(ev, ctx, kstack, cfg_user_fp_stack);
     return submit(ev);
 }
 

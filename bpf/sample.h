@@ -13,12 +13,15 @@
  *   104     4     kstack_len (bytes)      4     ustack_len (bytes)
  *   112     4     stack_len (bytes)       2     py_count    2  py_flags (SAMPLE_PY_*)
  *   120     16    comm
- *   136     1016  kstack[127] kernel return addresses, leaf first
- *   1152    1016  ustack[127] user frame-pointer chain from bpf_get_stack, leaf first
- *   2168    ...   stack[stack_len]: copy of user memory [stack_addr, stack_addr + stack_len)
- *   2168 + stack_len   py[py_count]: Python frames read in the kernel, leaf first
- *                      (stack_len is a multiple of 8, so the chain is 8-byte aligned)
+ *   136     ...   stack[stack_len]: copy of user memory [stack_addr, stack_addr + stack_len)
+ *   then          py[py_count]: Python frames read in the kernel, leaf first
+ *   then          kstack[kstack_len / 8]: kernel return addresses, leaf first
+ *   then          ustack[ustack_len / 8]: user frame-pointer chain from bpf_get_stack, leaf first
  *
+ * stack_len is a multiple of 8 and a frame is 24 bytes, so every part is 8-byte aligned. The
+ * stacks come last, at the length they came to: a record without them (the default unwinder reads
+ * the copy; kernel stacks only when asked for) carries none of their 2 KiB of room.
+
  * One Python frame (struct sample_pyframe, 24 bytes):
  *
  *   0   8   code | tag: PyCodeObject address (8-byte aligned once 3.14+'s stack-reference tag
@@ -32,10 +35,10 @@
  *           frame only from a cache entry whose header folds to the same value: an address
  *           freed and reused by another code object since the sample never lends its name.
  *
- * The record in the ring ends after its Python frames (built in a per-CPU buffer of the largest
- * size, header + configured copy size + configured Python frames, and copied at the size it came
- * to); user space reads only the lengths given. Readers use offsetof(struct sample_event, stack)
- * and never a literal.
+ * The record is built in a per-CPU buffer of the largest size (header + configured copy size +
+ * configured Python frames + both stacks) and copied into the ring at the size it came to; user
+ * space reads only the lengths given, through sample_kstack() and sample_ustack(), after checking
+ * sample_event_len() against the record's size.
  */
 #ifndef PYEBPF_SAMPLE_H
 #define PYEBPF_SAMPLE_H
@@ -48,9 +51,11 @@
 #define SAMPLE_STACK_COPY_DEFAULT 16384 /* bytes of user stack copied per sample */
 #define SAMPLE_STACK_COPY_MAX     65536 /* upper bound of --stack-size */
 #define SAMPLE_STACK_COPY_MIN     512   /* smallest fallback size tried */
-#define SAMPLE_COMM_LEN           16
-#define SAMPLE_REC_LEVELS         2    /* record buffers per CPU: the sampler's and the off-CPU program's */
-#define SAMPLE_MAX_TARGETS        1024 /* processes sampled at once */
+/* Room of a record's kernel stack, and of its frame-pointer chain. */
+#define SAMPLE_STACK_BYTES (SAMPLE_MAX_STACK_DEPTH * 8)
+#define SAMPLE_COMM_LEN    16
+#define SAMPLE_REC_LEVELS  2    /* record buffers per CPU: the sampler's and the off-CPU program's */
+#define SAMPLE_MAX_TARGETS 1024 /* processes sampled at once */
 /* Threads whose stack end and thread state the kernel keeps. The two LRU maps are preallocated
  * at load (2.4 ms of CPU each at 65536 entries, 0.3 ms at 8192); past that many threads the
  * least recently sampled ones are forgotten: their stack copies fall back to smaller sizes (user
@@ -127,9 +132,7 @@ struct sample_event {
     __u16 py_count; /* Python frames after the stack copy */
     __u16 py_flags; /* SAMPLE_PY_* */
     char comm[SAMPLE_COMM_LEN];
-    __u64 kstack[SAMPLE_MAX_STACK_DEPTH];
-    __u64 ustack[SAMPLE_MAX_STACK_DEPTH];
-    __u8 stack[];
+    __u8 stack[]; /* the copy, then py, kstack, ustack (see above) */
 };
 
 struct sample_pyframe {
@@ -166,6 +169,26 @@ static inline __u64 sample_py_ident(const void *block, __u32 len, __u64 qual_len
     }
     h = sample_py_mix(h, qual_length);
     return sample_py_ident_end(sample_py_mix(h, qual_hash));
+}
+
+/* The bytes a record's lengths say it holds; a reader checks them against the record's size
+ * before it looks past the header. */
+static inline size_t sample_event_len(const struct sample_event *ev)
+{
+    return sizeof(*ev) + (size_t)ev->stack_len + (size_t)ev->py_count * sizeof(struct sample_pyframe) +
+           (size_t)ev->kstack_len + (size_t)ev->ustack_len;
+}
+
+/* The kernel stack, after the copy and the Python frames (a writer sets those lengths first). */
+static inline __u64 *sample_kstack(const struct sample_event *ev)
+{
+    return (__u64 *)(ev->stack + ev->stack_len + (size_t)ev->py_count * sizeof(struct sample_pyframe));
+}
+
+/* The user frame-pointer chain, after the kernel stack. */
+static inline __u64 *sample_ustack(const struct sample_event *ev)
+{
+    return sample_kstack(ev) + ev->kstack_len / 8;
 }
 #endif
 
@@ -280,7 +303,7 @@ struct sample_koff {
     __u32 upid_nr;             /* struct upid.nr (int) */
 };
 
-#define SAMPLE_HDR_SIZE 2168
+#define SAMPLE_HDR_SIZE 136
 _Static_assert(sizeof(struct sample_pyframe) == 24, "sample_pyframe layout");
 _Static_assert(sizeof(struct sample_pylayout) == 36, "sample_pylayout layout");
 _Static_assert(SAMPLE_PY_ID_MAX % 8 == 0 && SAMPLE_PY_ID_MAX <= SAMPLE_PY_SLICE_MAX,

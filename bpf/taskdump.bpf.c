@@ -33,7 +33,7 @@ const volatile bool cfg_kernel_stack = true;
  * time and only one dump runs per loaded object, so one slot is enough. */
 struct scratch {
     struct dump_task t;
-    __u8 ev[SAMPLE_HDR_SIZE + SAMPLE_STACK_COPY_MAX]; /* struct sample_event and its stack[] */
+    __u8 ev[SAMPLE_HDR_SIZE + SAMPLE_STACK_COPY_MAX + SAMPLE_STACK_BYTES]; /* sample_event, copy, kstack */
 };
 
 struct {
@@ -94,7 +94,6 @@ int dump_task(struct bpf_iter__task *ctx)
     s->t.time_ns = bpf_ktime_get_ns();
     s->t.switches = task->nvcsw + task->nivcsw;
     ev = (struct sample_event *)s->ev;
-    /* kstack[] and ustack[] are read only as far as their lengths say */
     ev->flags = 0;
     ev->kstack_len = ev->ustack_len = ev->stack_len = 0;
     ev->py_count = ev->py_flags = 0;
@@ -105,19 +104,6 @@ int dump_task(struct bpf_iter__task *ctx)
     ev->cpu = task->thread_info.cpu;
     ev->time_ns = s->t.time_ns;
     bpf_probe_read_kernel_str(ev->comm, sizeof(ev->comm), task->comm);
-
-    /* Only a waiting task's kernel stack is read: a running one's moves under the walker, and a
-     * runnable one's (its preemption) would be of another instant than the ptrace stop user
-     * space reads it at. */
-    if (cfg_kernel_stack && !task->on_cpu && task->__state != 0 /* TASK_RUNNING */) {
-        n = bpf_get_task_stack(task, ev->kstack, sizeof(ev->kstack), 0);
-        if (n > 0) {
-            ev->kstack_len = n;
-            ev->flags |= SAMPLE_F_IN_KERNEL;
-        } else if (n < 0) {
-            ev->flags |= SAMPLE_F_KSTACK_ERR;
-        }
-    }
 
     if (!task->mm || (task->flags & 0x00200000 /* PF_KTHREAD */)) {
         s->t.flags |= DUMP_TASK_NO_USER;
@@ -133,7 +119,23 @@ int dump_task(struct bpf_iter__task *ctx)
     __u32 len = ev->stack_len;
     if (len > SAMPLE_STACK_COPY_MAX)
         len = SAMPLE_STACK_COPY_MAX;
+    /* The kernel stack after the copy (sample.h). Only a waiting task's is read: a running one's
+     * moves under the walker, and a runnable one's (its preemption) would be of another instant
+     * than the ptrace stop user space reads it at. */
+    if (cfg_kernel_stack && !task->on_cpu && task->__state != 0 /* TASK_RUNNING */) {
+        barrier_var(len);
+        n = bpf_get_task_stack(task, ev->stack + len, SAMPLE_STACK_BYTES, 0);
+        if (n > 0 && n <= SAMPLE_STACK_BYTES) {
+            ev->kstack_len = n;
+            ev->flags |= SAMPLE_F_IN_KERNEL;
+            len += n;
+        } else if (n < 0) {
+            ev->flags |= SAMPLE_F_KSTACK_ERR;
+        }
+    }
     s->t.ev_len = SAMPLE_HDR_SIZE + len;
-    bpf_seq_write(seq, s, sizeof(s->t) + SAMPLE_HDR_SIZE + len);
+    barrier_var(len);
+    if (len <= SAMPLE_STACK_COPY_MAX + SAMPLE_STACK_BYTES)
+        bpf_seq_write(seq, s, sizeof(s->t) + SAMPLE_HDR_SIZE + len);
     return 0;
 }

@@ -5,8 +5,8 @@
  * The iterator's output (read(2) on the iterator's fd) is a run of
  *
  *   struct dump_task   the thread's scheduler state at the iterator's visit
- *   struct sample_event + stack[ev_len - SAMPLE_HDR_SIZE]   the record the sampler would
- *                      write for it (sample.h): kernel stack, user registers, stack copy
+ *   struct sample_event + ev_len - SAMPLE_HDR_SIZE bytes   the record the sampler would
+ *                      write for it (sample.h): user registers, stack copy, kernel stack
  *
  * one pair per thread, in the kernel's thread order. ustack and the Python chain are never
  * filled (the kernel walks another task's user frame-pointer chain for no one; Python frames

@@ -208,12 +208,6 @@ static int read_thread(struct dump *d, struct dump_thread *t, struct sample_even
     ev->tid = (uint32_t)t->tid;
     ev->time_ns = monotime_ns();
     memcpy(ev->comm, t->comm, sizeof(ev->comm));
-    /* --no-bpf --kernel: read before the stop (a stopped thread's shows the ptrace stop) */
-    if (t->nk) {
-        memcpy(ev->kstack, t->kstack, t->nk * sizeof(*t->kstack));
-        ev->kstack_len = (uint32_t)(t->nk * sizeof(*t->kstack));
-        ev->flags |= SAMPLE_F_IN_KERNEL;
-    }
 #if defined(__x86_64__)
     ev->stack_addr = ev->regs.sp;
     for (uint32_t len = DUMP_STACK_COPY; len >= SAMPLE_STACK_COPY_MIN; len /= 2) {
@@ -225,7 +219,14 @@ static int read_thread(struct dump *d, struct dump_thread *t, struct sample_even
     if (!ev->stack_len)
         ev->flags |= SAMPLE_F_COPY_ERR;
 #endif
-    return collect_sample(d->c, ev, sizeof(*ev) + ev->stack_len);
+    /* --no-bpf --kernel: read before the stop (a stopped thread's shows the ptrace stop); after
+     * the copy, where the record keeps it (sample.h) */
+    if (t->nk) {
+        memcpy(sample_kstack(ev), t->kstack, t->nk * sizeof(*t->kstack));
+        ev->kstack_len = (uint32_t)(t->nk * sizeof(*t->kstack));
+        ev->flags |= SAMPLE_F_IN_KERNEL;
+    }
+    return collect_sample(d->c, ev, sample_event_len(ev));
 }
 
 /* Which thread holds the GIL: the lock word and the thread state that took it last (the main
@@ -300,7 +301,7 @@ static void check_woken(struct dump *d)
  * resumed (see the top of the file). */
 static int snapshot(struct dump *d, uint64_t t0)
 {
-    struct sample_event *ev = malloc(sizeof(*ev) + DUMP_STACK_COPY);
+    struct sample_event *ev = malloc(sizeof(*ev) + DUMP_STACK_COPY + SAMPLE_STACK_BYTES);
     struct remote r;
     if (!ev)
         return -ENOMEM;

@@ -40,7 +40,7 @@ static int setup_opts(void **state, const struct collect_opts *po)
         return -1;
     if (collect_open(&f->c, &o, &f->prof))
         return -1;
-    f->ev = calloc(1, sizeof(*f->ev) + 64);
+    f->ev = calloc(1, sizeof(*f->ev) + 64 + 2 * SAMPLE_STACK_BYTES);
     if (!f->ev)
         return -1;
     f->ev->pid = getpid();
@@ -116,12 +116,12 @@ static void test_fp_stack_is_symbolised_root_first(void **state)
     char text[1024], want[256];
 
     /* ustack as the kernel gives it: the leaf ip, then return addresses. */
-    f->ev->ustack[0] = (uintptr_t)&test_leaf_fn + 1;
-    f->ev->ustack[1] = (uintptr_t)&test_mid_fn + 5; /* return address: symbolised at -1 */
+    sample_ustack(f->ev)[0] = (uintptr_t)&test_leaf_fn + 1;
+    sample_ustack(f->ev)[1] = (uintptr_t)&test_mid_fn + 5; /* return address: symbolised at -1 */
     f->ev->ustack_len = 16;
-    f->ev->regs.ip = f->ev->ustack[0];
-    assert_int_equal(collect_sample(f->c, f->ev, sizeof(*f->ev)), 1); /* a new thread */
-    assert_int_equal(collect_sample(f->c, f->ev, sizeof(*f->ev)), 0); /* known now */
+    f->ev->regs.ip = sample_ustack(f->ev)[0];
+    assert_int_equal(collect_sample(f->c, f->ev, sample_event_len(f->ev)), 1); /* a new thread */
+    assert_int_equal(collect_sample(f->c, f->ev, sample_event_len(f->ev)), 0); /* known now */
     stack_text(&f->prof, last_leaf(&f->prof), text, sizeof(text));
     snprintf(want, sizeof(want), "thread %u (tester);test_mid_fn;test_leaf_fn", f->ev->tid);
     assert_string_equal(text, want);
@@ -139,9 +139,9 @@ static void test_unknown_address_is_kept(void **state)
     struct collect_stats st;
     char text[1024], want[256];
 
-    f->ev->ustack[0] = 0x10; /* in no mapping */
+    sample_ustack(f->ev)[0] = 0x10; /* in no mapping */
     f->ev->ustack_len = 8;
-    assert_int_equal(collect_sample(f->c, f->ev, sizeof(*f->ev)), 1);
+    assert_int_equal(collect_sample(f->c, f->ev, sample_event_len(f->ev)), 1);
     stack_text(&f->prof, last_leaf(&f->prof), text, sizeof(text));
     snprintf(want, sizeof(want), "thread %u (tester);[unknown]", f->ev->tid);
     assert_string_equal(text, want);
@@ -155,7 +155,7 @@ static void test_sample_without_frames_still_counts(void **state)
     char text[1024], want[256];
 
     f->ev->flags = SAMPLE_F_IN_KERNEL; /* inside exec: no user registers yet, no --kernel */
-    assert_int_equal(collect_sample(f->c, f->ev, sizeof(*f->ev)), 1);
+    assert_int_equal(collect_sample(f->c, f->ev, sample_event_len(f->ev)), 1);
     stack_text(&f->prof, last_leaf(&f->prof), text, sizeof(text));
     snprintf(want, sizeof(want), "thread %u (tester);[kernel]", f->ev->tid);
     assert_string_equal(text, want);
@@ -166,11 +166,11 @@ static void test_comm_change_gives_new_thread_frame(void **state)
     struct fixture *f = *state;
     char text[1024], want[256];
 
-    f->ev->ustack[0] = (uintptr_t)&test_leaf_fn + 1;
+    sample_ustack(f->ev)[0] = (uintptr_t)&test_leaf_fn + 1;
     f->ev->ustack_len = 8;
-    assert_int_equal(collect_sample(f->c, f->ev, sizeof(*f->ev)), 1);
+    assert_int_equal(collect_sample(f->c, f->ev, sample_event_len(f->ev)), 1);
     strcpy(f->ev->comm, "renamed");
-    assert_int_equal(collect_sample(f->c, f->ev, sizeof(*f->ev)), 0); /* same thread */
+    assert_int_equal(collect_sample(f->c, f->ev, sample_event_len(f->ev)), 0); /* same thread */
     stack_text(&f->prof, last_leaf(&f->prof), text, sizeof(text));
     snprintf(want, sizeof(want), "thread %u (renamed);test_leaf_fn", f->ev->tid);
     assert_string_equal(text, want);
@@ -181,15 +181,15 @@ static void test_many_threads(void **state)
     struct fixture *f = *state;
     struct collect_stats st;
 
-    f->ev->ustack[0] = (uintptr_t)&test_leaf_fn + 1;
+    sample_ustack(f->ev)[0] = (uintptr_t)&test_leaf_fn + 1;
     f->ev->ustack_len = 8;
     for (uint32_t t = 1; t <= 2000; t++) {
         f->ev->tid = t;
-        assert_int_equal(collect_sample(f->c, f->ev, sizeof(*f->ev)), 1);
+        assert_int_equal(collect_sample(f->c, f->ev, sample_event_len(f->ev)), 1);
     }
     for (uint32_t t = 1; t <= 2000; t++) {
         f->ev->tid = t;
-        assert_int_equal(collect_sample(f->c, f->ev, sizeof(*f->ev)), 0);
+        assert_int_equal(collect_sample(f->c, f->ev, sample_event_len(f->ev)), 0);
     }
     collect_get_stats(f->c, &st);
     assert_int_equal(st.threads, 2000);
@@ -224,12 +224,12 @@ static void test_kernel_frames_follow_user_frames(void **state)
     if (!entry || !leaf)
         skip();
     f->ev->flags = SAMPLE_F_IN_KERNEL;
-    f->ev->ustack[0] = (uintptr_t)&test_leaf_fn + 1;
-    f->ev->ustack_len = 8;
-    f->ev->kstack[0] = leaf + 4;  /* where the tick landed */
-    f->ev->kstack[1] = entry + 9; /* a return address */
+    sample_kstack(f->ev)[0] = leaf + 4;  /* where the tick landed */
+    sample_kstack(f->ev)[1] = entry + 9; /* a return address */
     f->ev->kstack_len = 16;
-    assert_int_equal(collect_sample(f->c, f->ev, sizeof(*f->ev)), 1);
+    sample_ustack(f->ev)[0] = (uintptr_t)&test_leaf_fn + 1; /* after the kernel stack */
+    f->ev->ustack_len = 8;
+    assert_int_equal(collect_sample(f->c, f->ev, sample_event_len(f->ev)), 1);
     stack_text(&f->prof, last_leaf(&f->prof), text, sizeof(text));
     snprintf(want, sizeof(want), "thread %u (tester);test_leaf_fn;do_syscall_64_[k];ksys_write_[k]",
              f->ev->tid);
@@ -237,7 +237,7 @@ static void test_kernel_frames_follow_user_frames(void **state)
 
     /* a sample in user mode has no kernel frames even when kstack holds something */
     f->ev->flags = 0;
-    collect_sample(f->c, f->ev, sizeof(*f->ev));
+    collect_sample(f->c, f->ev, sample_event_len(f->ev));
     snprintf(want, sizeof(want), "thread %u (tester);test_leaf_fn", f->ev->tid);
     for (uint32_t i = 1; i < f->prof.nnodes; i++) {
         stack_text(&f->prof, i, text, sizeof(text));
@@ -254,9 +254,9 @@ static void gil_sample(struct fixture *f, uint32_t tid, uint32_t flags)
 {
     f->ev->tid = tid;
     f->ev->flags = flags;
-    f->ev->ustack[0] = (uintptr_t)&test_leaf_fn + 1;
+    sample_ustack(f->ev)[0] = (uintptr_t)&test_leaf_fn + 1;
     f->ev->ustack_len = 8;
-    assert_true(collect_sample(f->c, f->ev, sizeof(*f->ev)) >= 0);
+    assert_true(collect_sample(f->c, f->ev, sample_event_len(f->ev)) >= 0);
 }
 
 /* The row of thread `tid` among collect_gil_threads' (fails when it has none). */

@@ -243,7 +243,7 @@ static int setup(void **state)
     f->jit = mmap(NULL, 3 * 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (f->jit == MAP_FAILED)
         return -1;
-    f->ev = calloc(1, sizeof(*f->ev) + 64);
+    f->ev = calloc(1, sizeof(*f->ev) + 64 + 2 * SAMPLE_STACK_BYTES);
     if (!f->ev || profile_init(&f->prof))
         return -1;
     f->ev->pid = getpid();
@@ -313,10 +313,10 @@ static void sample_pid(struct fixture *f, pid_t pid, const uint64_t *ips, size_t
         before[i] = f->prof.nodes[i].self;
     uint32_t old_n = f->prof.nnodes;
     f->ev->pid = (uint32_t)pid;
-    memcpy(f->ev->ustack, ips, n * 8);
+    memcpy(sample_ustack(f->ev), ips, n * 8);
     f->ev->ustack_len = (uint32_t)(n * 8);
     f->ev->regs.ip = ips[0];
-    assert_true(collect_sample(f->c, f->ev, sizeof(*f->ev)) >= 0);
+    assert_true(collect_sample(f->c, f->ev, sample_event_len(f->ev)) >= 0);
     for (uint32_t i = 1; i < f->prof.nnodes; i++)
         if (f->prof.nodes[i].self != (i < old_n ? before[i] : 0))
             leaf = i;
@@ -564,7 +564,7 @@ static void test_kernel_frames_cached(void **state)
     open_collector(f, true);
     uint64_t ips[1] = {(uintptr_t)f->jit + 0x10};
     f->ev->flags = SAMPLE_F_IN_KERNEL;
-    f->ev->kstack[0] = addr + 4;
+    sample_kstack(f->ev)[0] = addr + 4;
     f->ev->kstack_len = 8;
     for (int i = 0; i < 3; i++) {
         sample(f, ips, 1, t, sizeof(t));

@@ -282,7 +282,7 @@ static void test_collector_rechecks_on_sample_time(void **state)
     struct collect_opts o = {.unwind = UNWIND_FP};
     struct profile prof;
     struct collector *c;
-    struct sample_event *ev = calloc(1, sizeof(*ev));
+    struct sample_event *ev = calloc(1, sizeof(*ev) + 2 * SAMPLE_STACK_BYTES);
     char lab[256];
 
     assert_non_null(ev);
@@ -292,15 +292,15 @@ static void test_collector_rechecks_on_sample_time(void **state)
     ev->pid = (uint32_t)getpid();
     ev->tid = (uint32_t)gettid();
     strcpy(ev->comm, "tester");
-    ev->ustack[0] = ev->regs.ip = slot + 4;
+    sample_ustack(ev)[0] = ev->regs.ip = slot + 4;
     ev->ustack_len = 8;
     ev->time_ns = mono_ns();
-    assert_true(collect_sample(c, ev, sizeof(*ev)) >= 0);
+    assert_true(collect_sample(c, ev, sample_event_len(ev)) >= 0);
     perfmap_add(f->perfmap, slot, 0x40, "second_fn");
     ev->time_ns += 100000000ull; /* 100 ms later: not due, the cached name stays */
-    assert_true(collect_sample(c, ev, sizeof(*ev)) >= 0);
+    assert_true(collect_sample(c, ev, sample_event_len(ev)) >= 0);
     ev->time_ns = mono_ns() + HOUR_NS; /* due however long the first read took */
-    assert_true(collect_sample(c, ev, sizeof(*ev)) >= 0);
+    assert_true(collect_sample(c, ev, sample_event_len(ev)) >= 0);
 
     /* thread -> first_fn (2 samples), thread -> second_fn (1 sample) */
     uint64_t first = 0, second = 0;

@@ -51,7 +51,7 @@ static void test_messages_name_the_cause(void **state)
 }
 
 struct seen {
-    unsigned n, mine, with_copy, with_fp;
+    unsigned n, mine, with_copy, with_fp, exact, in_kernel, kernel_and_fp;
 };
 
 static int count_event(void *ctx, const struct sample_event *ev, size_t len)
@@ -64,8 +64,17 @@ static int count_event(void *ctx, const struct sample_event *ev, size_t len)
         s->mine++;
     if (ev->stack_len >= 512 && ev->stack_addr == ev->regs.sp && ev->stack_len <= len - sizeof(*ev))
         s->with_copy++;
-    if (ev->ustack_len >= 16 && ev->ustack[0] == ev->regs.ip)
+    if (ev->ustack_len >= 16 && sample_ustack(ev)[0] == ev->regs.ip)
         s->with_fp++;
+    /* the record ends where its lengths say: the stacks after the copy, at their own lengths */
+    if (len == sample_event_len(ev))
+        s->exact++;
+    if (ev->flags & SAMPLE_F_IN_KERNEL) {
+        s->in_kernel++;
+        /* the kernel stack first, then the user chain, still starting at the user ip */
+        if (ev->kstack_len >= 8 && ev->ustack_len >= 16 && sample_ustack(ev)[0] == ev->regs.ip)
+            s->kernel_and_fp++;
+    }
     return 0;
 }
 
@@ -78,6 +87,8 @@ static void burn(double seconds)
     do {
         for (int i = 0; i < 100000; i++)
             x = x * 6364136223846793005ull + 1;
+        for (int i = 0; i < 2000; i++) /* some samples in the kernel */
+            syscall(SYS_getppid);
         clock_gettime(CLOCK_MONOTONIC, &b);
     } while ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9 < seconds);
 }
@@ -116,6 +127,9 @@ static void test_samples_this_process(void **state)
     assert_int_equal(c.lost, 0);
     assert_true(seen.with_copy >= seen.n * 9 / 10);
     assert_true(seen.with_fp >= seen.n * 9 / 10);
+    assert_int_equal(seen.exact, seen.n);
+    if (seen.in_kernel)
+        assert_true(seen.kernel_and_fp >= seen.in_kernel * 9 / 10);
 }
 
 int main(void)

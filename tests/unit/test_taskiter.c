@@ -148,7 +148,7 @@ static void test_own_process(void **state)
     uint64_t map_end = mapping_end(r->ev->regs.sp);
     assert_true(map_end >= hi);
     assert_true(r->ev->stack_len >= SAMPLE_STACK_COPY_MIN);
-    assert_int_equal(r->len, SAMPLE_HDR_SIZE + r->ev->stack_len);
+    assert_int_equal(r->len, sample_event_len(r->ev)); /* copy, then kernel stack */
     uint64_t cmp =
         r->ev->stack_len < map_end - r->ev->stack_addr ? r->ev->stack_len : map_end - r->ev->stack_addr;
     assert_true(cmp >= hi - r->ev->regs.sp); /* the whole live stack at least */
@@ -160,7 +160,7 @@ static void test_own_process(void **state)
     assert_true(r->ev->kstack_len >= 8 && (r->ev->flags & SAMPLE_F_IN_KERNEL));
     bool nanosleep_seen = false;
     for (uint32_t i = 0; i < r->ev->kstack_len / 8; i++) {
-        const char *name = ksyms_lookup(k, r->ev->kstack[i] - (i ? 1 : 0), NULL);
+        const char *name = ksyms_lookup(k, sample_kstack(r->ev)[i] - (i ? 1 : 0), NULL);
         nanosleep_seen |= name && strstr(name, "nanosleep");
     }
     assert_true(nanosleep_seen);

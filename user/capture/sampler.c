@@ -68,12 +68,13 @@ static size_t pow2_at_least(size_t v)
 
 /* Enough ring for 1/16 s of every CPU sampling a target whose records are of a common size; the
  * program wakes the collector at half of it, so 1/32 s is left for the collector to get a CPU.
- * Records hold what was read (bpf_ringbuf_output): a Python thread's is ~4 KiB (3.12's eval
- * loop 20 Python frames deep: a 1.5 KiB stack copy and 0.5 KiB of frames after the 2.1 KiB
+ * Records hold what was read (bpf_ringbuf_output): a Python thread's is ~2 KiB (3.12's eval
+ * loop 20 Python frames deep: a 1.5 KiB stack copy and 0.5 KiB of frames after the 136-byte
  * header); the common size allows 4 KiB of stack and 64 frames, and RING_MIN holds 97 records
  * of the largest size (16 KiB copy, 1,024 frames: the defaults). No more: the kernel zeroes the
  * ring when the map is created and the collector maps it, about 0.35 ms of setup CPU per MiB
- * (1 kHz on 2 CPUs: 4 MiB, 10 kHz: 16 MiB; when records took their largest size, 8 and 64 MiB). */
+ * (1 kHz on 2 CPUs: 4 MiB, 10 kHz: 8 MiB; with a 2 KiB header, 4 and 16 MiB; when records took
+ * their largest size, 8 and 64 MiB). */
 static size_t choose_ring_size(const struct sampler_opts *o, unsigned ncpus)
 {
     size_t stack = o->stack_copy < 4096 ? o->stack_copy : 4096;
@@ -103,7 +104,8 @@ static int on_record(void *ctx, void *data, size_t len)
 
     if (len >= sizeof(struct sample_wake) && (((const struct sample_wake *)data)->flags & SAMPLE_F_WAKE))
         return s->fn(s->ctx, data, len) < 0 ? -1 : 0;
-    if (len < sizeof(struct sample_event))
+    /* a record shorter than its lengths say is not looked into */
+    if (len < sizeof(struct sample_event) || len < sample_event_len(data))
         return 0;
     r = s->fn(s->ctx, data, len);
     if (r < 0)

@@ -67,7 +67,8 @@ static int split(struct taskiter *ti)
     while (off + sizeof(struct dump_task) + SAMPLE_HDR_SIZE <= ti->len) {
         const struct dump_task *t = (const void *)(ti->buf + off);
         if (t->magic != DUMP_TASK_MAGIC || t->ev_len < SAMPLE_HDR_SIZE ||
-            t->ev_len > ti->len - off - sizeof(*t))
+            t->ev_len > ti->len - off - sizeof(*t) ||
+            sample_event_len((const void *)(ti->buf + off + sizeof(*t))) > t->ev_len)
             return -EPROTO;
         if (ti->n == cap) {
             cap = cap ? cap * 2 : 64;

@@ -272,8 +272,9 @@ static int kernel_frames(struct collector *c, const struct sample_event *ev, siz
         *nk = SAMPLE_MAX_STACK_DEPTH;
     if (!*nk)
         c->st.kernel_errors++;
+    const __u64 *kstack = sample_kstack(ev);
     for (size_t i = 0; i < *nk; i++) {
-        f = native_kernel_frame(c->prof, c->ksyms, &c->kfc, ev->kstack[i], i == 0, &c->nst);
+        f = native_kernel_frame(c->prof, c->ksyms, &c->kfc, kstack[i], i == 0, &c->nst);
         if (f < 0)
             return (int)f;
         c->kern[i] = (uint32_t)f;

@@ -103,7 +103,7 @@ size_t native_unwind(struct proc *p, enum unwind_mode mode, const struct sample_
         n = ev->ustack_len / 8;
         if (n > SAMPLE_MAX_STACK_DEPTH)
             n = SAMPLE_MAX_STACK_DEPTH;
-        memcpy(ips, ev->ustack, n * 8);
+        memcpy(ips, sample_ustack(ev), n * 8);
         /* A chain that fills the kernel's buffer was cut there (or is exactly that deep). */
         if (n == SAMPLE_MAX_STACK_DEPTH) {
             st->unwind_truncated++;
