@@ -5,7 +5,7 @@ Each mode prints what a reader should find, then keeps the stack in place until 
   BUFFER <address> <size>                          scratch memory a test may overwrite
   READY
 Modes: spin, block, threads, deep N, change (two leaves in turn), varied (random call trees up
-to 25 frames deep), churn, forge.
+to 25 frames deep), churn, forge, names (named threads; SIGUSR1 ends them and starts others).
 """
 import inspect
 import sys
@@ -135,6 +135,9 @@ def vright(depth, rng):
 def varied():
     import random
     rng = random.Random(1)
+    # READY once the import is done (a loaded machine may take longer than any fixed delay):
+    # its frames are no call tree of this workload.
+    say("READY")
     while True:
         vwork(0, rng)
 
@@ -155,7 +158,6 @@ def main():
         sys.setrecursionlimit(100000)
         recurse(int(sys.argv[2]))
     elif mode == "varied":
-        threading.Timer(0.2, lambda: say("READY")).start()
         varied()
     elif mode == "change":
         threading.Timer(0.2, lambda: say("READY")).start()
@@ -178,6 +180,40 @@ def main():
 
         for _ in range(4):
             threading.Thread(target=churner, daemon=True).start()
+        say("READY")
+        threading.Event().wait()
+    elif mode == "names":
+        # Six threads named "first-N", each saying "NAME tid ident name"; on SIGUSR1 they end
+        # (joined) and six named "second-N" start: glibc hands a new thread an ended one's stack
+        # and pthread_t, so the new ones mostly get the old ones' idents (threading._active keys).
+        import signal
+        asked = threading.Event()
+        signal.signal(signal.SIGUSR1, lambda *_: asked.set())
+
+        def named(stop, said):
+            say("NAME %d %d %s" % (threading.get_native_id(), threading.get_ident(),
+                                   threading.current_thread().name))
+            said.wait()
+            stop.wait()
+
+        def start(tag):
+            # READY only after every NAME line
+            stop, said = threading.Event(), threading.Barrier(7)
+            ts = [threading.Thread(target=named, args=(stop, said), name="%s-%d" % (tag, i), daemon=True)
+                  for i in range(6)]
+            for t in ts:
+                t.start()
+            said.wait()
+            return stop, ts
+
+        stop, ts = start("first")
+        say("READY")
+        while not asked.wait(0.05):
+            pass
+        stop.set()
+        for t in ts:
+            t.join()
+        start("second")
         say("READY")
         threading.Event().wait()
     elif mode == "forge":
