@@ -6,10 +6,10 @@
 # generated $(BUILD)/tests/gen/pythons.h (tests/unit/pytargets.h includes it).
 
 # The collector's whole per-sample pipeline, shared by the tests of collect/ and what drives it.
-UNIT_COLLECT := user/collect/offcpu user/python/pythreads user/capture/remote user/capture/sampler user/capture/sampler_err user/capture/kbtf user/collect/collect user/collect/collect_target user/collect/gil \
+UNIT_COLLECT := user/collect/offcpu user/capture/remote user/capture/sampler user/capture/sampler_err user/capture/kbtf user/collect/collect user/collect/collect_target user/collect/gil \
                 user/collect/fcache user/collect/merge user/profile/profile \
                 user/python/linetable user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack user/python/pyeval \
-                user/python/pykernel user/python/pyrt user/python/pyrt_debug user/python/pystack user/python/pystack_predict user/python/pystack_threads \
+                user/python/pykernel user/python/pyrt user/python/pyrt_debug user/python/pystack user/python/pystack_predict user/python/pystack_threads user/python/pythreads \
                 user/symbols/elfsym user/symbols/elfsym_plt user/symbols/jitdump_read \
                 user/symbols/jitsyms user/symbols/ksyms user/util/maps \
                 user/symbols/perfmap_read user/symbols/proc_maps user/symbols/proc_jit user/symbols/proc_sym user/symbols/proc_unwind user/symbols/tramp user/symbols/elfsec user/symbols/gdbjit_read \
@@ -56,7 +56,7 @@ test_progress_OBJS := $(UNIT_COLLECT) user/progress
 test_pykernel_OBJS := user/capture/remote user/capture/sampler user/capture/sampler_err user/capture/kbtf user/profile/profile \
                       user/python/linetable user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack \
                       user/python/pykernel user/python/pyrt user/python/pyrt_debug \
-                      user/python/pystack user/python/pystack_predict user/python/pystack_threads user/util/maps \
+                      user/python/pystack user/python/pystack_predict user/python/pystack_threads user/python/pythreads user/util/maps \
     user/capture/stackends user/util/errmsg user/util/stats \
     user/util/monotime
 test_pyrt_debug_OBJS := user/python/pyrt_debug \
@@ -70,12 +70,12 @@ test_gdbjit_read_OBJS := user/capture/remote user/python/pyrt user/python/pyrt_d
     user/util/monotime
 test_pystack_OBJS := user/capture/remote user/profile/profile user/python/linetable \
                      user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack user/python/pyrt \
-                     user/python/pyrt_debug user/python/pystack user/python/pystack_predict user/python/pystack_threads user/util/maps \
+                     user/python/pyrt_debug user/python/pystack user/python/pystack_predict user/python/pystack_threads user/python/pythreads user/util/maps \
     user/util/errmsg user/util/stats \
     user/util/monotime
 test_pystack_ds_OBJS := user/capture/remote user/profile/profile user/python/linetable \
                         user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack user/python/pyrt \
-                        user/python/pyrt_debug user/python/pystack user/python/pystack_predict user/python/pystack_threads user/util/maps \
+                        user/python/pyrt_debug user/python/pystack user/python/pystack_predict user/python/pystack_threads user/python/pythreads user/util/maps \
     user/util/errmsg user/util/stats \
     user/util/monotime
 test_readfile_OBJS := user/symbols/jitdump_read user/symbols/perfmap_read user/util/readfile
@@ -86,7 +86,7 @@ test_sampler_OBJS := user/capture/sampler user/capture/sampler_err user/capture/
     user/util/maps
 test_stats_OBJS := user/util/stats \
     user/python/pykernel \
-    user/python/pystack user/python/pystack_predict user/python/pystack_threads user/capture/remote user/python/pyrt user/python/pyrt_debug user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack user/python/linetable user/profile/profile user/util/maps user/util/errmsg user/util/monotime user/capture/stackends
+    user/python/pystack user/python/pystack_predict user/python/pystack_threads user/python/pythreads user/capture/remote user/python/pyrt user/python/pyrt_debug user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack user/python/linetable user/profile/profile user/util/maps user/util/errmsg user/util/monotime user/capture/stackends
 test_diff_OBJS := user/output/diff user/output/escape user/output/folded user/output/svg_js user/profile/profile user/profile/view user/util/readfile
 test_offcpu_OBJS := user/collect/offcpu user/profile/profile
 test_summary_OBJS := user/output/summary user/profile/profile user/profile/view

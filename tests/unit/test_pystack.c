@@ -28,6 +28,7 @@
 #include "profile/profile.h"
 #include "pytargets.h"
 #include "python/pystack.h"
+#include "python/pythreads.h"
 #include "sample.h"
 
 /* -- Target processes ------------------------------------------------------------------------- */
@@ -50,6 +51,12 @@ struct target {
     size_t len;
     struct expect exp[5];
     int nexp;
+    struct {
+        pid_t tid;
+        uint64_t ident;
+        char name[48];
+    } names[16]; /* "NAME tid ident name" lines (mode names) */
+    int nnames;
     uint64_t scratch, scratch_len;
 };
 
@@ -126,7 +133,11 @@ static struct target *spawn(const char *py, const char *mode, const char *arg, i
             ready = true;
         else if (strncmp(line, "EXPECT ", 7) == 0 && t->nexp < 5)
             parse_expect(&t->exp[t->nexp++], line);
-        else if (strncmp(line, "BUFFER ", 7) == 0)
+        else if (strncmp(line, "NAME ", 5) == 0 && t->nnames < 16) {
+            int k = t->nnames++;
+            if (sscanf(line + 5, "%d %lu %47s", &t->names[k].tid, &t->names[k].ident, t->names[k].name) != 3)
+                fail_msg("bad NAME line %s", line);
+        } else if (strncmp(line, "BUFFER ", 7) == 0)
             sscanf(line + 7, "%lu %lu", &t->scratch, &t->scratch_len);
     }
     assert_true(ready);
@@ -680,6 +691,70 @@ static void churn(void **state)
     stop(t);
 }
 
+/* Names of the threads from names[from..to) of t, read as the collector reads them. */
+static void check_names(struct pystack *ps, const struct target *t, int from, int to)
+{
+    for (int k = from; k < to; k++) {
+        char out[48];
+        uint64_t ts;
+        assert_int_equal(pystack_thread_state(ps, t->names[k].tid, &ts), 0);
+        int rc = pythreads_name(pystack_runtime(ps), t->pid, ts, pystack_threads(ps), out, sizeof(out));
+        if (rc)
+            print_error("thread %d (%s): %d\n", t->names[k].tid, t->names[k].name, rc);
+        assert_int_equal(rc, 0);
+        assert_string_equal(out, t->names[k].name);
+    }
+}
+
+/* threading.Thread names (3.11-3.13; 3.14+ name the OS thread themselves): six threads, then six
+ * others that mostly took the ended ones' idents, named right by the same reader (its names from
+ * the first pass are not lent to the new threads). */
+static void names(void **state)
+{
+    if (!have(state))
+        return;
+    struct target *t = spawn(*state, "names", NULL, 0);
+    struct profile prof;
+    struct pystack *ps = open_reader(t->pid, &prof, 0, 0);
+    char out[48];
+    uint64_t ts;
+    assert_int_equal(t->nnames, 6);
+    assert_int_equal(pystack_thread_state(ps, t->names[0].tid, &ts), 0);
+    if (pythreads_name(pystack_runtime(ps), t->pid, ts, pystack_threads(ps), out, sizeof(out)) == -ENOTSUP) {
+        /* what the reader says of the versions that name their OS threads */
+        assert_true(pystack_runtime(ps)->L.minor >= 14 || pystack_runtime(ps)->L.free_threaded);
+        pystack_close(ps);
+        profile_free(&prof);
+        stop(t);
+        return;
+    }
+    check_names(ps, t, 0, 6);
+    /* the second six: their READY comes after their NAME lines */
+    assert_int_equal(kill(t->pid, SIGUSR1), 0);
+    char line[256];
+    bool ready = false;
+    while (!ready && read_line(t, line, sizeof(line))) {
+        if (!strcmp(line, "READY"))
+            ready = true;
+        else if (!strncmp(line, "NAME ", 5) && t->nnames < 16) {
+            int k = t->nnames++;
+            assert_int_equal(
+                sscanf(line + 5, "%d %lu %47s", &t->names[k].tid, &t->names[k].ident, t->names[k].name), 3);
+        }
+    }
+    assert_true(ready);
+    assert_int_equal(t->nnames, 12);
+    int reused = 0;
+    for (int k = 6; k < 12; k++)
+        for (int j = 0; j < 6; j++)
+            reused += t->names[k].ident == t->names[j].ident;
+    print_message("%d of 6 new threads have an ended one's ident\n", reused);
+    check_names(ps, t, 6, 12);
+    pystack_close(ps);
+    profile_free(&prof);
+    stop(t);
+}
+
 /* 3.10 is refused with a message naming the reason. */
 static void refuse_old(void **state)
 {
@@ -722,8 +797,8 @@ static void refuse_nonpython(void **state)
 
 int main(void)
 {
-    static struct CMUnitTest tests[5 * NPY + 2];
-    static char names[5 * NPY][128];
+    static struct CMUnitTest tests[6 * NPY + 2];
+    static char names_[6 * NPY][128];
     static const struct {
         const char *what;
         void (*fn)(void **);
@@ -733,12 +808,13 @@ int main(void)
         {"recursion 1000, cap 512 truncates", deep},
         {"forged memory ends, errors counted", forged},
         {"thread churn", churn},
+        {"thread names, idents reused", names},
     };
     size_t n = 0;
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
         for (size_t i = 0; i < NPY; i++) {
-            snprintf(names[n], sizeof(names[n]), "%s: %s", kinds[k].what, pythons[i]);
-            tests[n] = (struct CMUnitTest){names[n], kinds[k].fn, NULL, teardown, (void *)pythons[i]};
+            snprintf(names_[n], sizeof(names_[n]), "%s: %s", kinds[k].what, pythons[i]);
+            tests[n] = (struct CMUnitTest){names_[n], kinds[k].fn, NULL, teardown, (void *)pythons[i]};
             n++;
         }
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(refuse_old);

@@ -91,8 +91,8 @@ static bool read_pyname(struct pystack *ps, struct thread *t)
     t->pyname_next = now + t->pyname_gap;
     if (pystack_thread_state(ps, (pid_t)t->tid, &tstate))
         return false;
-    rc = pythreads_name(pystack_runtime(ps), pystack_pid(ps), tstate, pystack_threads_active(ps), name,
-                        sizeof(name));
+    rc =
+        pythreads_name(pystack_runtime(ps), pystack_pid(ps), tstate, pystack_threads(ps), name, sizeof(name));
     if (rc == -ENOTSUP)
         t->pyname_done = true; /* 3.14+ name the OS thread themselves */
     if (rc)

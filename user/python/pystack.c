@@ -10,6 +10,7 @@
 #include "python/pycode.h"
 #include "python/pydstack.h"
 #include "python/pystack_state.h"
+#include "python/pythreads.h"
 
 /* No user-space address reaches this (x86-64 and aarch64 use 47 or 48 bits); frame addresses at
  * or above it end a chain before any arithmetic on them can wrap. */
@@ -124,6 +125,7 @@ void pystack_close(struct pystack *ps)
     free(ps->slots);
     free(ps->idx);
     pycode_free(ps->code);
+    pythreads_free(ps->threads);
     free(ps->segs);
     free(ps->fbuf);
     free(ps->fseg);
@@ -147,9 +149,9 @@ pid_t pystack_pid(const struct pystack *ps)
     return ps->r.pid;
 }
 
-uint64_t *pystack_threads_active(struct pystack *ps)
+struct pythreads **pystack_threads(struct pystack *ps)
 {
-    return &ps->threads_active;
+    return &ps->threads;
 }
 
 const struct remote_stats *pystack_remote_stats(const struct pystack *ps)

@@ -87,8 +87,8 @@ int pystack_gil_holder(struct pystack *ps, uint64_t *tstate);
 const struct pyrt *pystack_runtime(const struct pystack *ps);
 /* The process it reads. */
 pid_t pystack_pid(const struct pystack *ps);
-/* Where pythreads_name keeps the address of the process's threading._active. */
-uint64_t *pystack_threads_active(struct pystack *ps);
+/* Where pythreads_name keeps its state for this process (freed with the reader). */
+struct pythreads **pystack_threads(struct pystack *ps);
 const struct remote_stats *pystack_remote_stats(const struct pystack *ps);
 void pystack_get_stats(const struct pystack *ps, struct pystack_stats *st);
 

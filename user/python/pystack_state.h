@@ -49,8 +49,8 @@ struct pystack {
     unsigned nonpy_next;
     struct pyrt rt;
     struct remote r;
-    uint64_t gil_interp;     /* the interpreter whose GIL pystack_gil_holder reads (0: not read yet) */
-    uint64_t threads_active; /* threading._active for pythreads_name (0: not found yet) */
+    uint64_t gil_interp;       /* the interpreter whose GIL pystack_gil_holder reads (0: not read yet) */
+    struct pythreads *threads; /* pythreads_name's state for this process (NULL: none yet) */
     struct profile *prof;
     struct pycode *code;
     struct pystack_opts o;
