@@ -21,7 +21,7 @@
  * stack_len is a multiple of 8 and a frame is 24 bytes, so every part is 8-byte aligned. The
  * stacks come last, at the length they came to: a record without them (the default unwinder reads
  * the copy; kernel stacks only when asked for) carries none of their 2 KiB of room.
-
+ *
  * One Python frame (struct sample_pyframe, 24 bytes):
  *
  *   0   8   code | tag: PyCodeObject address (8-byte aligned once 3.14+'s stack-reference tag
