@@ -107,6 +107,27 @@ static void parse_expect(struct expect *e, char *line)
 /* The workload of the running test; the teardown stops it even when the test failed. */
 static struct target *current;
 
+/* Reads the workload's lines up to READY and `nexp` EXPECT lines in all, keeping what they say. */
+static void wait_ready(struct target *t, int nexp)
+{
+    bool ready = false;
+    static char line[1 << 16];
+    while ((!ready || t->nexp < nexp) && read_line(t, line, sizeof(line))) {
+        if (strcmp(line, "READY") == 0)
+            ready = true;
+        else if (strncmp(line, "EXPECT ", 7) == 0 && t->nexp < 5)
+            parse_expect(&t->exp[t->nexp++], line);
+        else if (strncmp(line, "NAME ", 5) == 0 && t->nnames < 16) {
+            int k = t->nnames++;
+            if (sscanf(line + 5, "%d %lu %47s", &t->names[k].tid, &t->names[k].ident, t->names[k].name) != 3)
+                fail_msg("bad NAME line %s", line);
+        } else if (strncmp(line, "BUFFER ", 7) == 0)
+            sscanf(line + 7, "%lu %lu", &t->scratch, &t->scratch_len);
+    }
+    assert_true(ready);
+    assert_int_equal(t->nexp, nexp);
+}
+
 /* Starts `py nested.py mode [arg]` and waits for READY and `nexp` EXPECT lines. */
 static struct target *spawn(const char *py, const char *mode, const char *arg, int nexp)
 {
@@ -126,22 +147,7 @@ static struct target *spawn(const char *py, const char *mode, const char *arg, i
     close(p[1]);
     t->fd = p[0];
     current = t;
-    bool ready = false;
-    static char line[1 << 16];
-    while ((!ready || t->nexp < nexp) && read_line(t, line, sizeof(line))) {
-        if (strcmp(line, "READY") == 0)
-            ready = true;
-        else if (strncmp(line, "EXPECT ", 7) == 0 && t->nexp < 5)
-            parse_expect(&t->exp[t->nexp++], line);
-        else if (strncmp(line, "NAME ", 5) == 0 && t->nnames < 16) {
-            int k = t->nnames++;
-            if (sscanf(line + 5, "%d %lu %47s", &t->names[k].tid, &t->names[k].ident, t->names[k].name) != 3)
-                fail_msg("bad NAME line %s", line);
-        } else if (strncmp(line, "BUFFER ", 7) == 0)
-            sscanf(line + 7, "%lu %lu", &t->scratch, &t->scratch_len);
-    }
-    assert_true(ready);
-    assert_int_equal(t->nexp, nexp);
+    wait_ready(t, nexp);
     usleep(50000);
     return t;
 }
@@ -731,18 +737,7 @@ static void names(void **state)
     check_names(ps, t, 0, 6);
     /* the second six: their READY comes after their NAME lines */
     assert_int_equal(kill(t->pid, SIGUSR1), 0);
-    char line[256];
-    bool ready = false;
-    while (!ready && read_line(t, line, sizeof(line))) {
-        if (!strcmp(line, "READY"))
-            ready = true;
-        else if (!strncmp(line, "NAME ", 5) && t->nnames < 16) {
-            int k = t->nnames++;
-            assert_int_equal(
-                sscanf(line + 5, "%d %lu %47s", &t->names[k].tid, &t->names[k].ident, t->names[k].name), 3);
-        }
-    }
-    assert_true(ready);
+    wait_ready(t, 0);
     assert_int_equal(t->nnames, 12);
     int reused = 0;
     for (int k = 6; k < 12; k++)

@@ -161,9 +161,8 @@ static int keys_match(struct ctx *c, const uint8_t *key, size_t n, size_t stride
     return found;
 }
 
-/* Index of the str key `want` in the keys object (-ENOENT); with `hash`, the general entry whose
- * stored hash is `hash` instead (an int key: its hash is its value). *value: the entry's value. */
-static int keys_find(struct ctx *c, uint64_t keys, const char *want, const int64_t *hash, uint64_t *value)
+/* Index of the str key `want` in the keys object (-ENOENT); *value: the entry's value. */
+static int keys_find(struct ctx *c, uint64_t keys, const char *want, uint64_t *value)
 {
     uint8_t kind, *e = NULL;
     size_t n, esz, koff, voff;
@@ -174,28 +173,23 @@ static int keys_find(struct ctx *c, uint64_t keys, const char *want, const int64
     esz = kind == DK_GENERAL ? 24 : 16;
     koff = kind == DK_GENERAL ? 8 : 0;
     voff = kind == DK_GENERAL ? 16 : 8;
-    if (!hash) {
-        found = n ? keys_match(c, e + koff, n, esz, want) : -ENOENT;
-    } else if (kind == DK_GENERAL) {
-        for (size_t i = 0; i < n && found < 0; i++)
-            if (ent_u64(e + i * esz, koff) && (int64_t)ent_u64(e + i * esz, 0) == *hash)
-                found = (int)i;
-    }
+    if (n)
+        found = keys_match(c, e + koff, n, esz, want);
     if (found >= 0)
         *value = ent_u64(e + (size_t)found * esz, voff);
     free(e);
     return found;
 }
 
-/* dict[key] for a str key (or an int key given by its hash). */
-static int dict_get(struct ctx *c, uint64_t dict, const char *key, const int64_t *hash, uint64_t *value)
+/* dict[key] for a str key. */
+static int dict_get(struct ctx *c, uint64_t dict, const char *key, uint64_t *value)
 {
     uint64_t keys, values;
     int i, rc;
 
     if ((rc = rd64(c, dict + MA_KEYS, &keys)) || (rc = rd64(c, dict + MA_VALUES, &values)))
         return rc;
-    if ((i = keys_find(c, keys, key, hash, value)) < 0)
+    if ((i = keys_find(c, keys, key, value)) < 0)
         return i;
     if (!values)
         return *value ? 0 : -ENOENT;
@@ -240,14 +234,14 @@ static int attr_get(struct ctx *c, uint64_t obj, const char *name, uint64_t *val
         return -ENOENT;
     }
     if (dict)
-        return dict_get(c, dict, name, NULL, value);
+        return dict_get(c, dict, name, value);
     if (!values)
         return -ENOENT;
     if ((rc = rd64(c, type + offs[c->minor - 11].ht_cached_keys, &keys)))
         return rc;
     uint64_t unused;
 
-    if ((i = keys_find(c, keys, name, NULL, &unused)) < 0)
+    if ((i = keys_find(c, keys, name, &unused)) < 0)
         return i;
     return rd64(c, values + 8 * (uint64_t)i, value) ?: (*value ? 0 : -ENOENT);
 }
@@ -260,8 +254,8 @@ static int find_active(struct ctx *c, uint64_t tstate, const struct thr_offsets 
 
     if ((rc = rd64(c, tstate + c->L->ts_interp, &interp)) || (rc = rd64(c, interp + o->is_modules, &modules)))
         return rc;
-    if (!modules || (rc = dict_get(c, modules, "threading", NULL, &mod)) ||
-        (rc = rd64(c, mod + MD_DICT, &mdict)) || (rc = dict_get(c, mdict, "_active", NULL, active)))
+    if (!modules || (rc = dict_get(c, modules, "threading", &mod)) || (rc = rd64(c, mod + MD_DICT, &mdict)) ||
+        (rc = dict_get(c, mdict, "_active", active)))
         return rc < 0 ? rc : -ENOENT;
     return 0;
 }
@@ -315,7 +309,7 @@ static void type_of(struct ctx *c, uint64_t type, struct pt_type *ty)
         ty->word = (uint64_t)(c->minor == 11 ? -32 : -24);
     else
         return;
-    if ((i = keys_find(c, keys, "_name", NULL, &unused)) < 0)
+    if ((i = keys_find(c, keys, "_name", &unused)) < 0)
         return;
     ty->index = (uint64_t)i;
     ty->rc = 0;
