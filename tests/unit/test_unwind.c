@@ -7,6 +7,7 @@
  *   qsort -> compare                                    through libc's CFI
  *   trampoline in anonymous memory -> capture           through the .eh_frame of a jitdump
  *   a live /usr/bin/python3.11                          stopped with ptrace, its stack copied
+ *   two threads on stacks laid out alike                 the second walk is the first's, remembered
  *
  * and measures µs per unwind of a 20-frame stack against libdw's unwinder on the same copy.
  */
@@ -14,6 +15,7 @@
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -49,7 +51,7 @@ struct snap {
     uint64_t addr;
 };
 
-static uint64_t stack_end; /* end of the [stack] mapping */
+static __thread uint64_t stack_end; /* end of the [stack] mapping, or of the thread's stack */
 
 /* Copies words of other frames, redzones included: not instrumented. */
 static __attribute__((noinline, no_sanitize_address)) void copy_words(uint8_t *dst, const uint8_t *src,
@@ -330,6 +332,135 @@ static void test_stops(void **state)
     assert_true(stop & UNWIND_STOP_STACK);
     proc_close(p);
     snap_free(s);
+}
+
+/* -- One remembered walk for every thread at the same frames ---------------------------------- */
+
+#define THREAD_STACK (256 * 1024)
+
+struct twin {
+    void *stack; /* THREAD_STACK bytes, given to the thread: both stacks are laid out alike */
+    struct snap *chain, *fp;
+};
+
+static void *twin_main(void *arg)
+{
+    struct twin *t = arg;
+    stack_end = (uint64_t)(uintptr_t)t->stack + THREAD_STACK;
+    chain_a(t->chain, 0);
+    fp_a(t->fp, 0);
+    return NULL;
+}
+
+static void twin_run(struct twin *t)
+{
+    pthread_attr_t at;
+    pthread_t th;
+    t->stack = aligned_alloc(65536, THREAD_STACK);
+    t->chain = snap_new();
+    t->fp = snap_new();
+    assert_non_null(t->stack);
+    assert_int_equal(pthread_attr_init(&at), 0);
+    assert_int_equal(pthread_attr_setstack(&at, t->stack, THREAD_STACK), 0);
+    assert_int_equal(pthread_create(&th, &at, twin_main, t), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    pthread_attr_destroy(&at);
+}
+
+static void twin_free(struct twin *t)
+{
+    snap_free(t->chain);
+    snap_free(t->fp);
+    free(t->stack);
+}
+
+struct walked {
+    uint64_t ips[64];
+    int n;
+    unsigned stop;
+    uint64_t memo_hits; /* of this walk: 0 or 1 */
+};
+
+static struct walked walk_of(struct proc *p, enum unwind_mode mode, const struct snap *s)
+{
+    struct walked w;
+    struct proc_stats a, b;
+    proc_get_stats(p, &a);
+    w.n = proc_unwind(p, mode, &s->regs, s->stack, s->len, s->addr, w.ips, 64, &w.stop);
+    proc_get_stats(p, &b);
+    w.memo_hits = b.memo_hits - a.memo_hits;
+    return w;
+}
+
+static void expect_same(const struct walked *a, const struct walked *b)
+{
+    assert_int_equal(a->n, b->n);
+    assert_memory_equal(a->ips, b->ips, (size_t)a->n * sizeof(a->ips[0]));
+    assert_int_equal(a->stop, b->stop);
+}
+
+/* Thread A's walk is remembered; thread B, at the same frames of a stack laid out alike but at
+ * other addresses, gets it without walking: the saved frame pointers (values used as addresses)
+ * compare relative to the stack pointer, return addresses as they are. A copy whose saved
+ * frame pointer was moved, or that holds A's frame pointers at B's addresses, walks anew and
+ * finds what an unwinder that remembers nothing finds. */
+static void test_memo_threads(void **state)
+{
+    struct twin a, b;
+    twin_run(&a);
+    twin_run(&b);
+    assert_true(a.chain->addr != b.chain->addr);
+    struct proc *p = self_proc();
+    static const char *const want[] = {"chain_c", "chain_b", "chain_a", "twin_main"};
+    static const char *const want_fp[] = {"fp_c", "fp_b", "fp_a", "twin_main"};
+    struct {
+        enum unwind_mode mode;
+        struct snap *sa, *sb;
+        const char *const *want;
+    } cases[] = {{UNWIND_AUTO, a.chain, b.chain, want}, {UNWIND_DWARF, a.fp, b.fp, want_fp}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct walked wa = walk_of(p, cases[i].mode, cases[i].sa);
+        struct walked wb = walk_of(p, cases[i].mode, cases[i].sb);
+        char nm[64][128];
+        names(p, wb.ips, wb.n, nm);
+        for (int k = 0; k < 4; k++)
+            if (wb.n <= k || strcmp(nm[k], cases[i].want[k])) {
+                dump(nm, wb.n, wb.stop);
+                fail_msg("case %zu: thread B's chain", i);
+            }
+        assert_int_equal(wa.stop, 0);
+        assert_int_equal(wb.memo_hits, 1);
+        expect_same(&wa, &wb);
+    }
+
+    struct proc *fresh = self_proc(); /* remembers nothing */
+    /* B's copy with fp_b's saved frame pointer (the word at its rbp) moved up a word */
+    struct snap *moved = snap_new();
+    uint64_t bp_b, w;
+    memcpy(moved->stack, b.fp->stack, b.fp->len);
+    moved->regs = b.fp->regs;
+    moved->len = b.fp->len;
+    moved->addr = b.fp->addr;
+    memcpy(&bp_b, b.fp->stack + (b.fp->regs.bp - b.fp->addr), 8); /* fp_c's frame: saved rbp of fp_b */
+    memcpy(&w, moved->stack + (bp_b - moved->addr), 8);
+    w += 8;
+    memcpy(moved->stack + (bp_b - moved->addr), &w, 8);
+    struct walked wm = walk_of(p, UNWIND_DWARF, moved);
+    assert_int_equal(wm.memo_hits, 0);
+    struct walked wf = walk_of(fresh, UNWIND_DWARF, moved);
+    expect_same(&wf, &wm);
+    /* A's bytes at B's addresses: the frame pointers saved in them point into A's stack */
+    assert_int_equal(a.fp->len, b.fp->len);
+    memcpy(moved->stack, a.fp->stack, a.fp->len);
+    struct walked wx = walk_of(p, UNWIND_DWARF, moved);
+    assert_int_equal(wx.memo_hits, 0);
+    struct walked wxf = walk_of(fresh, UNWIND_DWARF, moved);
+    expect_same(&wxf, &wx);
+    snap_free(moved);
+    proc_close(fresh);
+    proc_close(p);
+    twin_free(&a);
+    twin_free(&b);
 }
 
 /* -- JIT: a frame-pointer trampoline in anonymous memory, described only by a jitdump --------- */
@@ -801,6 +932,7 @@ int main(void)
         cmocka_unit_test(test_frame_pointers),
         cmocka_unit_test(test_through_libc),
         cmocka_unit_test(test_stops),
+        cmocka_unit_test(test_memo_threads),
         cmocka_unit_test(test_jit_region),
         cmocka_unit_test(test_jit_perf_map_only),
         cmocka_unit_test(test_jitsyms_reload),

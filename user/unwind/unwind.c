@@ -11,10 +11,19 @@
  *
  * The walk after the leaf's step, when made of compact rows only, is remembered (the memo
  * below): what it read (the registers it used, the stack words whose values it used) and what it
- * found. A later sample at the same return address and stack pointer whose registers and words
- * are the same would walk the same way; it gets the result after as many compares, loads whose
- * addresses are all known at once instead of each waiting for the word before (a thread in a
- * steady loop is sampled at the same stack again and again, at many ips of its leaf).
+ * found. A later sample at the same return address and the same distance from the copy's end
+ * whose registers and words are the same would walk the same way; it gets the result after as
+ * many compares, loads whose addresses are all known at once instead of each waiting for the word
+ * before (a thread in a steady loop is sampled at the same stack again and again, at many ips of
+ * its leaf).
+ *
+ * Such a walk is the same walk at any stack address: it adds offsets to stack addresses and
+ * loads words at them, and checks only how those addresses lie to one another and to the copy.
+ * So the values it used as addresses are remembered and compared relative to the stack pointer,
+ * return addresses as they are, and a memo serves every thread whose stack holds the same frames
+ * at the same distance from its end (threads started the same way: glibc lays out each stack's
+ * top alike). A walk that used an address outside the copy is remembered for its stack pointer
+ * only.
  */
 #include "unwind/unwind.h"
 
@@ -53,15 +62,17 @@ struct slot {
 struct memo {
     uint64_t epoch; /* the cache's epoch when it was stored; 0: empty */
     uint64_t ip, sp;
-    uint64_t end; /* the copy's end: the thread's stack end (or the copy limit) */
-    uint64_t lo;  /* the lowest address the walk read: a copy starting above it differs */
+    uint64_t depth; /* the copy's end (the thread's stack end, or the copy limit) - sp */
+    int64_t lo;     /* the lowest address read - sp (INT64_MAX: none): a copy starting above it differs */
+    bool fixed;     /* used an address outside the copy: valid at this sp only */
     uint32_t max;
-    uint32_t used;  /* registers of the state read (BIT(reg)) */
+    uint32_t used;  /* registers of the state read (BIT(reg)), all as addresses: - sp */
     uint32_t valid; /* the state's valid registers */
     uint8_t mode, nwords, nips;
     bool exact;
     unsigned stop;
     uint64_t steps;
+    uint64_t rel; /* words used as addresses (BIT64(i)): wval[i] holds value - sp */
     uint64_t reg[CFI_NREGS];
     int32_t woff[MEMO_WORDS]; /* addresses, from sp */
     uint64_t wval[MEMO_WORDS];
@@ -73,13 +84,16 @@ struct memo {
  * only once its value is used (a return address, a CFA register, a stack pointer): the saved
  * registers nothing reads again hold a thread's changing locals. */
 struct rec {
-    bool bad; /* not to be remembered */
+    bool bad;   /* not to be remembered */
+    bool fixed; /* used an address outside [lo_copy, hi_copy] */
     uint8_t nwords;
     uint32_t used, init;
     uint64_t steps;
     uint64_t lo; /* the lowest address read */
+    uint64_t lo_copy, hi_copy;
     int8_t src[CFI_NREGS];
     bool need[REC_WORDS];
+    bool addr[REC_WORDS]; /* its value used as an address, not as a return address */
     uint64_t waddr[REC_WORDS];
     uint64_t wval[REC_WORDS];
 };
@@ -217,15 +231,21 @@ static int read_word(void *arg, uint64_t addr, uint64_t *val)
     return 0;
 }
 
-/* The walk reads register reg: the result depends on its value. */
-static void rec_use(struct rec *r, unsigned reg)
+/* The walk reads register reg, whose value is v: the result depends on it. Every register read
+ * is an address (a CFA's base, a stack pointer) but the return address. */
+static void rec_use(struct rec *r, unsigned reg, uint64_t v)
 {
     if (!r || reg >= CFI_NREGS)
         return;
-    if (r->init & (1u << reg))
-        r->used |= 1u << reg;
-    else if (r->src[reg] >= 0)
+    bool addr = reg != CFI_REG_RIP;
+    if (addr && (v < r->lo_copy || v > r->hi_copy))
+        r->fixed = true;
+    if (r->init & (1u << reg)) {
+        r->used |= 1u << reg; /* only CFA bases: addresses */
+    } else if (r->src[reg] >= 0) {
         r->need[r->src[reg]] = true;
+        r->addr[r->src[reg]] = addr;
+    }
 }
 
 /* Register reg loaded from the copy at addr. */
@@ -243,7 +263,7 @@ static void rec_load(struct rec *r, const struct copy *cp, unsigned reg, uint64_
     r->waddr[r->nwords] = addr;
     r->wval[r->nwords++] = v;
     if (reg == CFI_REG_RIP || reg == CFI_REG_RSP)
-        rec_use(r, reg); /* a frame of the result; the check that the stack grows */
+        rec_use(r, reg, v); /* a frame of the result; the check that the stack grows */
 }
 
 struct state {
@@ -366,7 +386,7 @@ static enum step fast_step(const struct slot *sl, struct state *s, struct copy *
     if (sl->ra_undefined)
         return STEP_END;
     struct rec *rec = cp->rec;
-    rec_use(rec, sl->cfa_reg);
+    rec_use(rec, sl->cfa_reg, s->r[sl->cfa_reg]);
     uint64_t cfa = s->r[sl->cfa_reg] + (uint64_t)(int64_t)sl->cfa_off, old_sp = s->r[CFI_REG_RSP];
     uint64_t saved[CFI_NREGS]; /* REGISTER rules read the values before this step */
     uint32_t old_valid = s->valid;
@@ -456,11 +476,11 @@ static enum step fp_step(struct state *s, struct copy *cp, unsigned *stop)
     return ra ? STEP_OK : STEP_END;
 }
 
-static struct memo *memo_slot(struct unwind_cache *c, uint64_t ip, uint64_t sp)
+static struct memo *memo_slot(struct unwind_cache *c, uint64_t ip, uint64_t depth)
 {
     if (!c->mv && !(c->mv = calloc(1u << MEMO_BITS, sizeof(*c->mv))))
         return NULL;
-    uint64_t h = (ip ^ (sp * 0xff51afd7ed558ccdull)) * 0x9e3779b97f4a7c15ull;
+    uint64_t h = (ip ^ (depth * 0xff51afd7ed558ccdull)) * 0x9e3779b97f4a7c15ull;
     return &c->mv[h >> (64 - MEMO_BITS)];
 }
 
@@ -468,19 +488,20 @@ static struct memo *memo_slot(struct unwind_cache *c, uint64_t ip, uint64_t sp)
 static int memo_get(struct unwind_cache *c, const struct memo *m, const struct state *s, bool exact,
                     const struct copy *cp, enum unwind_mode mode, size_t max, uint64_t *ips, unsigned *stop)
 {
-    if (m->epoch != c->epoch || m->ip != s->r[CFI_REG_RIP] || m->sp != s->r[CFI_REG_RSP] ||
-        m->end != cp->addr + cp->len || cp->addr > m->lo || m->max != max || m->mode != mode ||
+    uint64_t sp = s->r[CFI_REG_RSP];
+    if (m->epoch != c->epoch || m->ip != s->r[CFI_REG_RIP] || m->depth != cp->addr + cp->len - sp ||
+        (m->fixed && m->sp != sp) || (int64_t)(cp->addr - sp) > m->lo || m->max != max || m->mode != mode ||
         m->exact != exact || m->valid != s->valid)
         return -1;
     for (unsigned r = 0; r < CFI_NREGS; r++)
-        if ((m->used & BIT(r)) && m->reg[r] != s->r[r])
+        if ((m->used & BIT(r)) && m->reg[r] != s->r[r] - sp)
             return -1;
     uint64_t diff = 0;
     for (unsigned i = 0; i < m->nwords; i++) {
         uint64_t v;
-        /* in the copy: it starts at or below every address read, and ends where it did */
-        memcpy(&v, cp->p + (m->sp + (uint64_t)(int64_t)m->woff[i] - cp->addr), 8);
-        diff |= v ^ m->wval[i];
+        /* in the copy: it starts at or below every address read, and ends as far from sp */
+        memcpy(&v, cp->p + (sp + (uint64_t)(int64_t)m->woff[i] - cp->addr), 8);
+        diff |= (v - (m->rel >> i & 1 ? sp : 0)) ^ m->wval[i];
     }
     if (diff)
         return -1;
@@ -508,24 +529,28 @@ static void memo_put(uint64_t epoch, struct memo *m, const struct rec *rec, cons
     }
     if (need > MEMO_WORDS)
         return;
+    uint64_t sp = s0->r[CFI_REG_RSP];
     m->epoch = epoch;
     m->ip = s0->r[CFI_REG_RIP];
-    m->sp = s0->r[CFI_REG_RSP];
-    m->end = cp->addr + cp->len;
-    m->lo = rec->lo;
+    m->sp = sp;
+    m->depth = cp->addr + cp->len - sp;
+    m->lo = rec->lo == UINT64_MAX ? INT64_MAX : (int64_t)(rec->lo - sp);
+    m->fixed = rec->fixed;
     m->max = (uint32_t)max;
     m->mode = (uint8_t)mode;
     m->exact = exact;
     m->valid = s0->valid;
     m->used = rec->used;
     for (unsigned r = 0; r < CFI_NREGS; r++)
-        m->reg[r] = (rec->used & BIT(r)) ? s0->r[r] : 0;
+        m->reg[r] = (rec->used & BIT(r)) ? s0->r[r] - sp : 0;
     m->nwords = 0;
+    m->rel = 0;
     for (unsigned i = 0; i < rec->nwords; i++) {
         if (!rec->need[i])
             continue;
-        m->woff[m->nwords] = (int32_t)(rec->waddr[i] - s0->r[CFI_REG_RSP]);
-        m->wval[m->nwords++] = rec->wval[i];
+        m->rel |= (uint64_t)rec->addr[i] << m->nwords;
+        m->woff[m->nwords] = (int32_t)(rec->waddr[i] - sp);
+        m->wval[m->nwords++] = rec->wval[i] - (rec->addr[i] ? sp : 0);
     }
     m->nips = (uint8_t)n;
     memcpy(m->ips, ips, n * sizeof(*ips));
@@ -608,7 +633,8 @@ int unwind_stack(struct unwind_cache *c, unwind_find_fn find, void *arg, enum un
     /* The leaf's step first: samples of one loop land on many ips of it, and its callers are
      * the same walk from the same return address and stack pointer. */
     if (walk(c, find, arg, mode, &s, &cp, &exact, ips, &n, max, 1, stop)) {
-        struct memo *m = mode != UNWIND_FP ? memo_slot(c, s.r[CFI_REG_RIP], s.r[CFI_REG_RSP]) : NULL;
+        struct memo *m =
+            mode != UNWIND_FP ? memo_slot(c, s.r[CFI_REG_RIP], cp.addr + cp.len - s.r[CFI_REG_RSP]) : NULL;
         int r = m ? memo_get(c, m, &s, exact, &cp, mode, max - n, ips + n, stop) : -1;
         if (r >= 0) {
             n += (size_t)r;
@@ -619,6 +645,9 @@ int unwind_stack(struct unwind_cache *c, unwind_find_fn find, void *arg, enum un
             uint64_t epoch = c->epoch;
             size_t n0 = n;
             rec.bad = false;
+            rec.fixed = false;
+            rec.lo_copy = cp.addr;
+            rec.hi_copy = cp.addr + cp.len;
             rec.nwords = 0;
             rec.used = 0;
             rec.init = s.valid;
