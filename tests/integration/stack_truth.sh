@@ -36,7 +36,8 @@ MIN_CALLS=500       # samples of the call graph a calls run must hold
 MAX_TORN_PCT=0.1    # --no-bpf: impossible stacks among the unmarked ones, in %
 # --no-bpf: misnamed churn samples, in %. A remote read races the target: a code object freed
 # between the call that read its header and the one that reads its strings can lend another
-# object's text (1-5 in ~2,700 samples seen on Debian 3.11); with BPF the bound is 0.
+# object's text; its witnesses and its reference count (a freed block's is a free-list link)
+# refuse it. Without the count check 1-4 in ~4,500 samples on 3.11 with the machine loaded.
 MAX_MISNAMED_NOBPF_PCT=0
 TRUTH_RUNS=${TRUTH_RUNS:-3}
 STARTUP_SECONDS=4

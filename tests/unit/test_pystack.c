@@ -439,6 +439,7 @@ static void forge_code(pid_t pid, const struct pyrt *rt, uint64_t at, uint64_t q
                        uint64_t table, uint32_t first)
 {
     const struct pyrt_layout *L = &rt->L;
+    w64(pid, at + L->ob_type - 8, 1); /* a live object's reference count */
     w64(pid, at + L->ob_type, rt->code_type);
     w64(pid, at + L->co_qualname, qual);
     w64(pid, at + L->co_name, qual);
@@ -566,6 +567,20 @@ static void forged(void **state)
     assert_int_equal(st.code_stale, 1);
     assert_true(st.loops >= 3 && st.budget_exhausted >= 1 && st.bad_code >= 3 && st.errors > 6);
     pystack_stats(ps, stats_file(stderr));
+
+    /* The object freed: pymalloc writes its free list's link (an address, or NULL) over the
+     * reference count and leaves the header, names and all, which soon point to other objects'
+     * strings: a remote read that finds it so names no frame after it. Allocated again (a count
+     * of 1): named. */
+    const uint64_t links[] = {B + 8192 + 2048, 0};
+    for (int i = 0; i < 2; i++) {
+        w64(pid, code + L->ob_type - 8, links[i]);
+        assert_int_equal(pystack_read(ps, FAKE_TID, fr, 1024, &flags), 1);
+        assert_string_equal(prof.frames[fr[0].frame].name, "<unreadable>");
+        w64(pid, code + L->ob_type - 8, 1);
+        assert_int_equal(pystack_read(ps, FAKE_TID, fr, 1024, &flags), 1);
+        assert_string_equal(prof.frames[fr[0].frame].name, "renamed");
+    }
 
     /* A frame captured in the kernel names the object it ran, not the one at its address now:
      * once filled, an (address, ident) entry is read no more; another object at the address (a

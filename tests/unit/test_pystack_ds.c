@@ -463,6 +463,7 @@ static void forged_stack(void **state)
         w64(pid, str + L->str_length, strlen(name));
         wmem(pid, str + L->str_state, &st32, 4);
         wmem(pid, str + L->str_ascii_data, name, strlen(name));
+        w64(pid, code + L->ob_type - 8, 1); /* a live object's reference count */
         w64(pid, code + L->ob_type, rt->code_type);
         w64(pid, code + L->co_qualname, str);
         w64(pid, code + L->co_name, str);
@@ -591,6 +592,7 @@ static void forged_stack(void **state)
         wmem(pid, str + L->str_state, &st32, 4);
         wmem(pid, str + L->str_ascii_data, tn[k], strlen(tn[k]));
     }
+    w64(pid, tc + L->ob_type - 8, 1);
     w64(pid, tc + L->ob_type, rt->code_type);
     w64(pid, tc + L->co_qualname, tq);
     w64(pid, tc + L->co_name, tq);

@@ -132,7 +132,10 @@ static bool apply_header(struct pycode *c, struct code_entry *e, const uint8_t *
 
     e->checked = c->sample;
     e->bad = e->gone = false;
-    if (c->rt->code_type && hdr_u64(c, hdr, L->ob_type) != c->rt->code_type) {
+    /* A remote entry's header must be a live object's (hdr_live); a capture's ident names the
+     * object it was at the sample instant, freed since or not (the fill checks the ident). */
+    if ((c->rt->code_type && hdr_u64(c, hdr, L->ob_type) != c->rt->code_type) ||
+        (!e->ident && !hdr_live(c, hdr))) {
         if (e->ident) { /* what ran is no code object any more */
             pycode_table_freed(c, e);
             return false;
@@ -144,7 +147,7 @@ static bool apply_header(struct pycode *c, struct code_entry *e, const uint8_t *
         pycode_table_clear(e);
         return false;
     }
-    const bool same = e->state != CODE_EMPTY && memcmp(e->hdr, hdr, L->co_hdr_size) == 0;
+    const bool same = e->state != CODE_EMPTY && hdr_same(c, e->hdr, hdr);
     if (same &&
         (e->state != CODE_FILLED || e->ident || (qual && memcmp(e->qual, qual, PYCODE_QUAL_SIZE) == 0))) {
         note_qual(c, e, qual);

@@ -178,7 +178,8 @@ void pycode_fetch(struct pycode *c, struct code_entry **todo, size_t n)
             continue; /* stays a header: read again if the ident comes back */
         if (!segs[PER * i + WQ].ok || !segs[PER * i + WH].ok ||
             memcmp(hb[PER * i + WQ], hb[PER * i + Q], PYCODE_QUAL_SIZE) != 0 ||
-            (!e->ident && memcmp(wh + i * L->co_hdr_size, e->hdr, L->co_hdr_size) != 0)) {
+            (!e->ident &&
+             (!hdr_same(c, wh + i * L->co_hdr_size, e->hdr) || !hdr_live(c, wh + i * L->co_hdr_size)))) {
             pycode_table_raced(c, e);
             continue;
         }

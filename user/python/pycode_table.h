@@ -73,6 +73,28 @@ static inline uint64_t hdr_u64(const struct pycode *c, const uint8_t *hdr, uint3
     return v;
 }
 
+/* Two headers of one object, its reference count aside. */
+static inline bool hdr_same(const struct pycode *c, const uint8_t *a, const uint8_t *b)
+{
+    const uint32_t rc = c->rt->L.co_hdr_rc;
+    return memcmp(a + rc, b + rc, c->rt->L.co_hdr_size - rc) == 0;
+}
+
+/* The header is of an allocated object, as far as its reference count tells. pymalloc frees a
+ * block by writing its free list's link (an address, or NULL at the list's end) over the first
+ * word and leaves the rest, ob_type included: a freed code object keeps its header, and the
+ * strings it points to are soon other objects' (3.11: "__builtins__"). A live count is not 0
+ * (its low 32 bits) and leaves bits 32-47 clear (3.11-3.13: its high half; 3.14+: ob_overflow,
+ * used past 2^32 references), where an address of the heap or of an arena has them set. */
+static inline bool hdr_live(const struct pycode *c, const uint8_t *hdr)
+{
+    uint64_t rc;
+    if (!c->rt->L.co_hdr_rc)
+        return true;
+    memcpy(&rc, hdr, 8);
+    return (uint32_t)rc != 0 && !(rc >> 32 & 0xffff);
+}
+
 #define CODE_CACHE_MAX (1u << 18) /* entries before the table starts over */
 
 static inline uint64_t pycode_hash64(uint64_t x)

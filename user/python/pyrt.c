@@ -116,6 +116,11 @@ static void derive_sizes(struct pyrt_layout *L)
         end = max_u32(end, ptrs[i] + 8);
         start = ptrs[i] < start ? ptrs[i] : start;
     }
+    /* The reference count too, where it is the word before ob_type (not in free-threaded builds):
+     * whether the object is still allocated (pycode_table.h, hdr_live). */
+    L->co_hdr_rc = L->ob_type == 8 ? 8 : 0;
+    if (L->co_hdr_rc && L->ob_type - 8 < start)
+        start = L->ob_type - 8;
     L->co_hdr_start = start;
     L->co_hdr_size = end - start;
     uint32_t id_lo = L->co_firstlineno & ~7u, id_hi = 0;

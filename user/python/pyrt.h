@@ -57,6 +57,9 @@ struct pyrt_layout {
     /* PyCodeObject */
     uint32_t co_firstlineno, co_filename, co_name, co_qualname, co_linetable, co_code_adaptive;
     uint32_t co_hdr_start, co_hdr_size; /* one read covering ob_type and the fields above */
+    /* 8: the header starts with the object's reference count (the layouts where it sits right
+     * before ob_type), which changes as the object lives: headers compare after it; 0: none. */
+    uint32_t co_hdr_rc;
     /* Free-threaded 3.14+: PyCodeObject.co_tlbc, the _PyCodeArray {size; entries[]} of the
      * per-thread copies of the bytecode (entries[0] is co_code_adaptive; a thread that runs the
      * code and is not the first gets a copy specialised for it, and its frames' instruction
