@@ -347,8 +347,9 @@ case_memory() {
 #      setup_ms        CPU before the first sample could arrive (--stats: BPF load + attach,
 #                      the target's ELF files and Python runtime)
 #      marginal_us     (CPU long - CPU short) / (samples long - samples short): one more sample
-#      delivered_pct   samples / (rate x the target's CPU time in the long run, /proc/PID/stat): a
-#                      cpu-clock event asks for one sample per 1/rate of CPU the target gets
+#      delivered_pct   samples / (rate x the target's CPU time in the long run's sampling window,
+#                      --stats target_cpu_s): a cpu-clock event asks for one sample per 1/rate of
+#                      CPU the target gets
 #      kept_pct        samples / kernel_matched: of the samples the BPF program saw, those that
 #                      reached the profile (the rest: ring full)
 #    The workloads run at nice -10 so that they get a CPU on a shared machine.
@@ -370,21 +371,20 @@ collector_start() { # collector_start LOG CMD... : starts a workload that prints
 }
 target_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2> /dev/null || echo 0; } # utime + stime, all threads
 collector_run() { # collector_run TAG PID HZ DUR [OPTIONS...] : prints "cpu_us samples setup_us dur threads target_cpu_s matched"
-    local tag=$1 pid=$2 hz=$3 dur=$4 st=$OUT/collector.$1.stats tv=$OUT/collector.$1.time t0 t1
+    local tag=$1 pid=$2 hz=$3 dur=$4 st=$OUT/collector.$1.stats tv=$OUT/collector.$1.time
     shift 4
-    t0=$(target_cpu_ticks "$pid")
     # bash's `times` in a subshell: the CPU of its one child, the collector, to the millisecond
     ( "$SAMPLE" -q --stats -F "$hz" -d "$dur" "$@" -o "$OUT/collector.$tag.folded" "$pid" > /dev/null 2> "$st"
       times > "$tv" )
-    t1=$(target_cpu_ticks "$pid")
-    local s setup dus threads
+    local s setup dus threads tcpu
     s=$(stat_of samples "$st")
     setup=$(stat_of collector_setup_cpu_us "$st")
     dus=$(stat_of duration_s "$st")
-    [ -n "$s" ] && [ -n "$setup" ] && [ -n "$dus" ] || { echo "error"; return; }
+    tcpu=$(stat_of target_cpu_s "$st")
+    [ -n "$s" ] && [ -n "$setup" ] && [ -n "$dus" ] && [ -n "$tcpu" ] || { echo "error"; return; }
     threads=$(grep -o '^thread [0-9]*' "$OUT/collector.$tag.folded" | sort -u | wc -l)
     echo "$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, y, /[ms]/); printf "%.0f", (u[1] * 60 + u[2] + y[1] * 60 + y[2]) * 1e6 }' "$tv")" \
-        "$s $setup $dus $threads $(num "($t1 - $t0) / $(getconf CLK_TCK)" 2) $(stat_of kernel_matched "$st")"
+        "$s $setup $dus $threads $tcpu $(stat_of kernel_matched "$st")"
 }
 collector_case() { # collector_case LABEL PID HZ SHORT LONG [OPTIONS...] : one summary line
     local label=$1 pid=$2 hz=$3 d1=$4 d2=$5
@@ -442,7 +442,7 @@ case_collector() {
 #    each attached for the same time to bench/pychain.py 20. CPU of each sampler's process (bash
 #    `times`, children included: Austin and Tachyon are one process each), samples it delivered,
 #    and the samples it was asked for: rate x the target's CPU time for pyebpf-sample (a cpu-clock
-#    event), rate x duration for the wall-clock samplers (--no-bpf, Austin, Tachyon: one thread).
+#    event; its --stats target_cpu_s, over its sampling window), rate x duration for the wall-clock samplers (--no-bpf, Austin, Tachyon: one thread).
 #    Austin is Debian unstable's package, fetched and unpacked under build/bench/austin with the
 #    private apt configuration of scripts/test-pythons (`make setup` first) and run through the
 #    same unpacked loader; never installed, never used by the tests.
@@ -474,6 +474,8 @@ peers_run() { # peers_run NAME PID HZ DUR CLOCK CMD... : one line; CMD writes $O
     tachyon*) n=$(awk '{ s += $NF } END { print s + 0 }' "$OUT/peers.$name.out" 2> /dev/null) ;;
     esac
     tcpu=$(num "($t1 - $t0) / $(getconf CLK_TCK)" 2)
+    # pyebpf-sample's own count of the target's CPU covers its sampling window only
+    [ "$clock" = cpu ] && [ -n "$(stat_of target_cpu_s "$OUT/peers.$name.log")" ] && tcpu=$(stat_of target_cpu_s "$OUT/peers.$name.log")
     [ "$clock" = cpu ] && req=$(num "$hz * $tcpu" 0) || req=$((hz * dur))
     if [ -z "$n" ] || [ "$n" = 0 ]; then
         echo "peers sampler=$name error=$(head -c 200 "$OUT/peers.$name.log" | tr '\n' ' ')"

@@ -454,6 +454,8 @@ static void sample(struct run *r)
     const struct cli_options *o = r->o;
     struct progress pg;
     uint64_t t0, t_end = 0, next_check;
+    unsigned long long cpu0, cpu1;
+    bool cpu_known = !target_cpu_ticks(o->pid, &cpu0);
 
     r->interval_ns = r->o->no_python ? IDLE_DRAIN_NS : PY_DRAIN_NS;
     r->setup_cpu_us = report_cpu_us();
@@ -493,6 +495,11 @@ static void sample(struct run *r)
         }
     }
     r->duration = (monotime_ns() - t0) / 1e9;
+    /* What the sampler was asked for: one sample per 1/F of the target's CPU time (a cpu-clock
+     * event), over the same window as the samples. */
+    r->target_cpu_s = cpu_known && !target_cpu_ticks(o->pid, &cpu1) && cpu1 >= cpu0
+                          ? (double)(cpu1 - cpu0) / (double)sysconf(_SC_CLK_TCK)
+                          : -1;
 
     progress_clear(&pg);
 
@@ -545,7 +552,7 @@ static void cleanup(struct run *r)
 int main(int argc, char **argv)
 {
     struct cli_options o = {0};
-    struct run r = {.o = &o, .go_fd = -1, .err_fd = -1, .watch = {.pidfd = -1}};
+    struct run r = {.o = &o, .go_fd = -1, .err_fd = -1, .watch = {.pidfd = -1}, .target_cpu_s = -1};
     int err, ret = 1;
 
     if (argc > 1 && !strcmp(argv[1], "render"))

@@ -31,6 +31,8 @@ static void print_stats(struct stats out, struct run *r)
     stats_count(out, "unwind_truncated", cs.unwind_truncated);
     stats_real(out, "duration_s", r->duration, 3);
     stats_text(out, "stopped_by", r->stop_reason);
+    if (r->target_cpu_s >= 0)
+        stats_real(out, "target_cpu_s", r->target_cpu_s, 2);
     stats_ratio(out, "collector_cpu_us_per_sample", cpu_us, (double)cs.samples, 2);
     stats_real(out, "collector_cpu_us", cpu_us, 0);
     stats_real(out, "collector_setup_cpu_us", r->setup_cpu_us, 0);

@@ -49,6 +49,7 @@ struct run {
     uint64_t py_freed;    /* ... and code objects freed unnamed, at the last drain */
     uint64_t py_code;     /* ... and code objects named, at the last drain */
     double duration;      /* seconds sampled */
+    double target_cpu_s;  /* CPU time the target's threads had meanwhile; < 0: unknown */
     struct sampler_stats sc;
 };
 

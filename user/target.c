@@ -14,9 +14,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int target_stat(pid_t pid, unsigned long long *start, char *state)
+/* /proc/PID/stat from its state on (comm may hold spaces and parentheses), into buf. */
+static const char *stat_fields(pid_t pid, char *buf, size_t size)
 {
-    char path[64], buf[1024];
+    char path[64];
     ssize_t n;
     char *p;
     int fd;
@@ -24,17 +25,39 @@ int target_stat(pid_t pid, unsigned long long *start, char *state)
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return -errno;
-    n = read(fd, buf, sizeof(buf) - 1);
+        return NULL;
+    n = read(fd, buf, size - 1);
     close(fd);
     if (n <= 0)
-        return -ESRCH;
+        return NULL;
     buf[n] = 0;
-    p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
-    if (!p || sscanf(p + 2,
-                     "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-                     "%*d %*d %llu",
-                     state, start) != 2)
+    p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
+int target_cpu_ticks(pid_t pid, unsigned long long *ticks)
+{
+    char buf[1024];
+    unsigned long long u, s;
+    const char *p = stat_fields(pid, buf, sizeof(buf));
+
+    if (!p || sscanf(p, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &u, &s) != 2)
+        return -ESRCH;
+    *ticks = u + s;
+    return 0;
+}
+
+int target_stat(pid_t pid, unsigned long long *start, char *state)
+{
+    char buf[1024];
+    const char *p = stat_fields(pid, buf, sizeof(buf));
+
+    if (!p)
+        return -ESRCH;
+    if (sscanf(p,
+               "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+               "%*d %*d %llu",
+               state, start) != 2)
         return -EINVAL;
     return 0;
 }

@@ -17,6 +17,9 @@ int target_check(pid_t pid);
 pid_t target_tgid(pid_t pid);
 /* Start time (clock ticks since boot) and state letter of a process, from /proc/PID/stat. */
 int target_stat(pid_t pid, unsigned long long *start, char *state);
+/* The CPU time all threads of a process have had (utime + stime, clock ticks; the kernel scales
+ * the group's total to the exact run time), from /proc/PID/stat. 0, or -ESRCH. */
+int target_cpu_ticks(pid_t pid, unsigned long long *ticks);
 /* A PID target's life, watched through a pidfd where the kernel has them (readable once the
  * process's last thread has exited: one poll per check, and a reused PID cannot fool it), else
  * through /proc/PID/stat at each check (its start time tells a reused PID). */
