@@ -157,12 +157,16 @@ static __always_inline __u64 wake_flag(void)
                                                                            : BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void count_n(__u32 which, __u64 n)
+/* A global function, like submit(): checked once, where inlined at its two dozen call sites it
+ * was checked in every state each site was reached in (with submit, 5,386 -> 3,267 instructions
+ * processed; the calls cost nothing measurable in bpf_ns_per_sample). */
+__noinline int count_n(__u32 which, __u64 n)
 {
     __u64 *v = bpf_map_lookup_elem(&counters, &which);
 
     if (v)
         *v += n;
+    return 0;
 }
 
 static __always_inline void count(__u32 which)
@@ -548,9 +552,19 @@ static __always_inline void record_stacks(struct sample_event *ev, void *ctx, bo
     }
 }
 
-/* The record in ev, as far as it was filled, into the ring. 0, or -1 when the ring was full. */
-static __always_inline int submit(struct sample_event *ev)
+/*
+ * The record of `level` on this CPU (rec_bufs), as far as it was filled, into the ring. 0, or -1
+ * when the ring was full. A global function: the verifier checks it once, on its own, where
+ * inlined it was checked again for every state the program reached it in (a quarter of the
+ * instructions it processed).
+ */
+__noinline int submit(__u32 level)
 {
+    __u32 key = bpf_get_smp_processor_id() * REC_LEVELS + level;
+    struct sample_event *ev = bpf_map_lookup_elem(&rec_bufs, &key);
+
+    if (!ev)
+        return -1;
     __u64 len = ev->stack_len, py = ev->py_count * sizeof(struct sample_pyframe);
     __u64 st = ev->kstack_len + (__u64)ev->ustack_len;
 
@@ -608,7 +622,7 @@ static __always_inline int record_in(struct sample_event *ev, __u32 level, void 
         ev->flags |= SAMPLE_F_NO_UREGS;
         __builtin_memset(&ev->regs, 0, sizeof(ev->regs));
         record_stacks(ev, ctx, kstack, false);
-        return submit(ev);
+        return submit(level);
     }
     /* ctx->regs are the kernel's registers when the sample landed in the kernel; the user
      * registers are the ones saved at kernel entry. */
@@ -622,7 +636,7 @@ static __always_inline int record_in(struct sample_event *ev, __u32 level, void 
     if (pyframes)
         py_capture(ev, th, tgid, tid, size, level);
     record_stacks(ev, ctx, kstack, cfg_user_fp_stack);
-    return submit(ev);
+    return submit(level);
 }
 
 /* `level`: the calling program's buffers, REC_OFFCPU or REC_SAMPLE. */
