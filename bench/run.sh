@@ -442,7 +442,8 @@ case_collector() {
 #    each attached for the same time to bench/pychain.py 20. CPU of each sampler's process (bash
 #    `times`, children included: Austin and Tachyon are one process each), samples it delivered,
 #    and the samples it was asked for: rate x the target's CPU time for pyebpf-sample (a cpu-clock
-#    event; its --stats target_cpu_s, over its sampling window), rate x duration for the wall-clock samplers (--no-bpf, Austin, Tachyon: one thread).
+#    event; its --stats target_cpu_s, over its sampling window), rate x duration for the
+#    wall-clock samplers (--no-bpf, Austin, Tachyon: one thread).
 #    Austin is Debian unstable's package, fetched and unpacked under build/bench/austin with the
 #    private apt configuration of scripts/test-pythons (`make setup` first) and run through the
 #    same unpacked loader; never installed, never used by the tests.
@@ -473,9 +474,9 @@ peers_run() { # peers_run NAME PID HZ DUR CLOCK CMD... : one line; CMD writes $O
     austin*) n=$(grep -cv '^#' "$OUT/peers.$name.out" 2> /dev/null) ;;
     tachyon*) n=$(awk '{ s += $NF } END { print s + 0 }' "$OUT/peers.$name.out" 2> /dev/null) ;;
     esac
-    tcpu=$(num "($t1 - $t0) / $(getconf CLK_TCK)" 2)
     # pyebpf-sample's own count of the target's CPU covers its sampling window only
-    [ "$clock" = cpu ] && [ -n "$(stat_of target_cpu_s "$OUT/peers.$name.log")" ] && tcpu=$(stat_of target_cpu_s "$OUT/peers.$name.log")
+    tcpu=$(stat_of target_cpu_s "$OUT/peers.$name.log")
+    [ -n "$tcpu" ] || tcpu=$(num "($t1 - $t0) / $(getconf CLK_TCK)" 2)
     [ "$clock" = cpu ] && req=$(num "$hz * $tcpu" 0) || req=$((hz * dur))
     if [ -z "$n" ] || [ "$n" = 0 ]; then
         echo "peers sampler=$name error=$(head -c 200 "$OUT/peers.$name.log" | tr '\n' ' ')"

@@ -85,12 +85,11 @@ struct memo {
  * registers nothing reads again hold a thread's changing locals. */
 struct rec {
     bool bad;   /* not to be remembered */
-    bool fixed; /* used an address outside [lo_copy, hi_copy] */
+    bool fixed; /* used an address outside the copy */
     uint8_t nwords;
     uint32_t used, init;
     uint64_t steps;
     uint64_t lo; /* the lowest address read */
-    uint64_t lo_copy, hi_copy;
     int8_t src[CFI_NREGS];
     bool need[REC_WORDS];
     bool addr[REC_WORDS]; /* its value used as an address, not as a return address */
@@ -233,12 +232,13 @@ static int read_word(void *arg, uint64_t addr, uint64_t *val)
 
 /* The walk reads register reg, whose value is v: the result depends on it. Every register read
  * is an address (a CFA's base, a stack pointer) but the return address. */
-static void rec_use(struct rec *r, unsigned reg, uint64_t v)
+static void rec_use(const struct copy *cp, unsigned reg, uint64_t v)
 {
+    struct rec *r = cp->rec;
     if (!r || reg >= CFI_NREGS)
         return;
     bool addr = reg != CFI_REG_RIP;
-    if (addr && (v < r->lo_copy || v > r->hi_copy))
+    if (addr && (v < cp->addr || v - cp->addr > cp->len))
         r->fixed = true;
     if (r->init & (1u << reg)) {
         r->used |= 1u << reg; /* only CFA bases: addresses */
@@ -249,8 +249,9 @@ static void rec_use(struct rec *r, unsigned reg, uint64_t v)
 }
 
 /* Register reg loaded from the copy at addr. */
-static void rec_load(struct rec *r, const struct copy *cp, unsigned reg, uint64_t addr, uint64_t v)
+static void rec_load(const struct copy *cp, unsigned reg, uint64_t addr, uint64_t v)
 {
+    struct rec *r = cp->rec;
     if (!r)
         return;
     if (r->nwords == REC_WORDS) {
@@ -263,7 +264,7 @@ static void rec_load(struct rec *r, const struct copy *cp, unsigned reg, uint64_
     r->waddr[r->nwords] = addr;
     r->wval[r->nwords++] = v;
     if (reg == CFI_REG_RIP || reg == CFI_REG_RSP)
-        rec_use(r, reg, v); /* a frame of the result; the check that the stack grows */
+        rec_use(cp, reg, v); /* a frame of the result; the check that the stack grows */
 }
 
 struct state {
@@ -386,7 +387,7 @@ static enum step fast_step(const struct slot *sl, struct state *s, struct copy *
     if (sl->ra_undefined)
         return STEP_END;
     struct rec *rec = cp->rec;
-    rec_use(rec, sl->cfa_reg, s->r[sl->cfa_reg]);
+    rec_use(cp, sl->cfa_reg, s->r[sl->cfa_reg]);
     uint64_t cfa = s->r[sl->cfa_reg] + (uint64_t)(int64_t)sl->cfa_off, old_sp = s->r[CFI_REG_RSP];
     uint64_t saved[CFI_NREGS]; /* REGISTER rules read the values before this step */
     uint32_t old_valid = s->valid;
@@ -424,7 +425,7 @@ static enum step fast_step(const struct slot *sl, struct state *s, struct copy *
             }
             s->r[fr->reg] = v;
             s->valid |= BIT(fr->reg);
-            rec_load(rec, cp, fr->reg, cfa + (uint64_t)(int64_t)fr->off, v);
+            rec_load(cp, fr->reg, cfa + (uint64_t)(int64_t)fr->off, v);
             continue;
         case CFI_RULE_VAL_OFFSET:
             v = cfa + (uint64_t)(int64_t)fr->off;
@@ -646,8 +647,6 @@ int unwind_stack(struct unwind_cache *c, unwind_find_fn find, void *arg, enum un
             size_t n0 = n;
             rec.bad = false;
             rec.fixed = false;
-            rec.lo_copy = cp.addr;
-            rec.hi_copy = cp.addr + cp.len;
             rec.nwords = 0;
             rec.used = 0;
             rec.init = s.valid;
