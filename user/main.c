@@ -43,7 +43,11 @@
 
 #define ALIVE_CHECK_NS  100000000ull
 #define PY_DRAIN_NS     5000000ull
-#define IDLE_DRAIN_NS   100000000ull /* the longest sleep: bounds the latency of --duration, top, progress */
+/* The longest sleeps between drains (see next_interval): top's keys, the progress line's 4 Hz,
+ * and a recording that nobody watches. */
+#define TOP_DRAIN_NS      100000000ull
+#define PROGRESS_DRAIN_NS 250000000ull
+#define IDLE_DRAIN_NS     500000000ull
 #define TOP_GIL_THREADS 256          /* threads whose GIL share top may name */
 
 static volatile sig_atomic_t exiting; /* the signal that ends the run, 0 until one came */
@@ -238,6 +242,11 @@ static int launch_command(struct run *r)
     r->child = child;
     r->child_running = true;
     o->pid = child;
+    /* Only to wake a drain's sleep at its exit (sample); waitpid says it ended. */
+    unsigned long long start;
+    char state;
+    if (!target_stat(child, &start, &state))
+        target_watch_open(&r->watch, child, start);
     return 0;
 }
 
@@ -356,16 +365,17 @@ static void announce(struct run *r)
  * in-kernel reader) are read when records are drained, and a new code object of an in-kernel
  * chain is named then: drain every PY_DRAIN_NS while the last drain had such a read, met code
  * objects not seen before, or found code objects freed before they could be named (code made and
- * dropped within milliseconds: exec, templates). Otherwise IDLE_DRAIN_NS: the program wakes the
- * collector when the ring is half full, and a wake-up costs the collector about as much as the
- * samples it drains. */
+ * dropped within milliseconds: exec, templates). Otherwise r->idle_ns: the program wakes the
+ * collector when the ring is half full, the target's exit and a signal wake it at once, and a
+ * wake-up costs the collector ~0.1 ms however few records it drains (its caches have gone cold
+ * meanwhile: measured, docs/benchmarks.md), as much as 50 samples. */
 static uint64_t next_interval(struct run *r)
 {
     struct collect_stats cs;
     bool remote, fresh;
 
     if (r->o->no_python)
-        return IDLE_DRAIN_NS;
+        return r->idle_ns;
     collect_get_stats(r->collector, &cs);
     remote = cs.python_frames - r->py_frames != cs.python_frames_in_kernel - r->py_kernel;
     fresh = cs.python_code_freed != r->py_freed || cs.python_code_objects != r->py_code;
@@ -373,11 +383,11 @@ static uint64_t next_interval(struct run *r)
     r->py_kernel = cs.python_frames_in_kernel;
     r->py_freed = cs.python_code_freed;
     r->py_code = cs.python_code_objects;
-    return remote || fresh ? PY_DRAIN_NS : IDLE_DRAIN_NS;
+    return remote || fresh ? PY_DRAIN_NS : r->idle_ns;
 }
 
-/* Sleeps until the next drain, a wake-up from the program or `until` (0: none), and drains the
- * ring. False when polling failed. */
+/* Sleeps until the next drain, a wake-up from the program or the target's exit, or `until` (0:
+ * none), and drains the ring. False when polling failed. */
 static bool drain_bpf(struct run *r, uint64_t *rng, uint64_t until)
 {
     /* Python stacks are read when records are drained: a drain period with jitter (50–150 %)
@@ -387,9 +397,11 @@ static bool drain_bpf(struct run *r, uint64_t *rng, uint64_t until)
 
     if (until && until < now + wait)
         wait = until > now ? until - now : 0;
-    w = sampler_wait(r->sampler, wait);
+    w = sampler_wait(r->sampler, wait, r->wake_fd);
     if (w < 0 && w != -EINTR)
         return false;
+    if (w == 2)
+        r->target_woke = true;
     if (sampler_poll(r->sampler) < 0 && errno != EINTR)
         return false;
     r->interval_ns = next_interval(r);
@@ -457,13 +469,15 @@ static void sample(struct run *r)
     unsigned long long cpu0, cpu1;
     bool cpu_known = !target_cpu_ticks(o->pid, &cpu0);
 
-    r->interval_ns = r->o->no_python ? IDLE_DRAIN_NS : PY_DRAIN_NS;
     r->setup_cpu_us = report_cpu_us();
     t0 = monotime_ns();
     if (o->duration)
         t_end = t0 + (uint64_t)(o->duration * 1e9);
     next_check = t0 + ALIVE_CHECK_NS;
     progress_start(&pg, stderr, o->quiet, t0);
+    r->idle_ns = r->top ? TOP_DRAIN_NS : pg.on ? PROGRESS_DRAIN_NS : IDLE_DRAIN_NS;
+    r->interval_ns = r->o->no_python ? r->idle_ns : PY_DRAIN_NS;
+    r->wake_fd = r->watch.pidfd;
     uint64_t rng = t0 | 1;
 
     while (!exiting) {
@@ -480,8 +494,11 @@ static void sample(struct run *r)
             break;
         if (t_end && now >= t_end)
             break;
-        if (now < next_check)
+        if (now < next_check && !r->target_woke)
             continue;
+        if (r->target_woke)
+            r->wake_fd = -1; /* checked below: a pidfd that stays readable must not spin the loop */
+        r->target_woke = false;
         next_check = now + ALIVE_CHECK_NS;
         if (r->child_running) {
             if (waitpid(r->child, &r->child_status, WNOHANG) == r->child) {

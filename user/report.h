@@ -34,16 +34,19 @@ struct run {
     /* The lifecycle main() walks through. */
     enum output_format fmt;
     unsigned long long start_time; /* of a PID target (clock ticks since boot), 0 unknown */
-    struct target_watch watch;     /* a PID target's life */
+    struct target_watch watch;     /* the target's life (a launched command's too) */
     pid_t child;                   /* a launched command, 0 none */
     int go_fd, err_fd;             /* releases the held command / reports its exec error */
     int child_status;
     bool child_running;
     bool target_gone;
+    bool target_woke; /* the last sleep ended at wake_fd: check the target now */
     bool top_quit; /* q in the live view */
     bool nobpf_failed;
     char cmdline[1024];
     uint64_t interval_ns; /* between drains of the ring */
+    uint64_t idle_ns;     /* ... when nothing needs them sooner */
+    int wake_fd;          /* wakes a drain's sleep: the target's pidfd, -1 none */
     uint64_t py_frames;   /* collector's Python frames, and those of in-kernel chains, */
     uint64_t py_kernel;   /* ... */
     uint64_t py_freed;    /* ... and code objects freed unnamed, at the last drain */

@@ -423,14 +423,17 @@ int sampler_attach(struct sampler *s)
     return err;
 }
 
-int sampler_wait(struct sampler *s, uint64_t timeout_ns)
+int sampler_wait(struct sampler *s, uint64_t timeout_ns, int also_fd)
 {
-    struct pollfd p = {.fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN};
+    struct pollfd p[2] = {{.fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN},
+                          {.fd = also_fd, .events = POLLIN}};
     struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000u),
                           .tv_nsec = (long)(timeout_ns % 1000000000u)};
-    int n = ppoll(&p, 1, &ts, NULL);
+    int n = ppoll(p, also_fd >= 0 ? 2 : 1, &ts, NULL);
 
-    return n < 0 ? -errno : n > 0;
+    if (n < 0)
+        return -errno;
+    return n == 0 ? 0 : also_fd >= 0 && p[1].revents ? 2 : 1;
 }
 
 int sampler_poll(struct sampler *s)

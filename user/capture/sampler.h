@@ -107,9 +107,10 @@ int sampler_attach(struct sampler *s);
 /* Stops sampling (closes the perf events); records already in the ring stay readable, and
  * counters read afterwards are final. */
 void sampler_detach(struct sampler *s);
-/* Sleeps until the program wakes the consumer (the ring holds half its size) or `timeout_ns`
- * passes. 1 when woken, 0 on timeout, a negative errno (-EINTR for a signal). */
-int sampler_wait(struct sampler *s, uint64_t timeout_ns);
+/* Sleeps until the program wakes the consumer (the ring holds half its size), `also_fd` (-1:
+ * none; a pidfd, say) becomes readable or `timeout_ns` passes. 1 when the program woke it, 2
+ * when also_fd did, 0 on timeout, a negative errno (-EINTR for a signal). */
+int sampler_wait(struct sampler *s, uint64_t timeout_ns, int also_fd);
 /* Consumes every record now in the ring; returns their number or a negative errno. */
 int sampler_poll(struct sampler *s);
 int sampler_get_stats(struct sampler *s, struct sampler_stats *out);
