@@ -150,9 +150,23 @@ struct {
     __type(value, struct rec_buf);
 } rec_bufs SEC(".maps");
 
-/* The submit flag of a record: a wake-up only once the ring holds cfg_wake_bytes. */
-static __always_inline __u64 wake_flag(void)
+/* Set by user space (sample.h, SAMPLE_PY_NAMED_BITS): the code objects it has named, and
+ * whether the next record it must see soon should wake it (cleared by the record that does). */
+__u64 py_named[SAMPLE_PY_NAMED_BITS / 64];
+__u32 wake_armed;
+
+/* The submit flag of a record: a wake-up once the ring holds cfg_wake_bytes, or for the first
+ * record since user space armed the wake-up that it must see while it is recent: a chain naming
+ * code not named yet (a code object can be freed, and the process end, before a timer's drain
+ * would name it), a Python thread it must read and teach (a stack read later is another
+ * instant's), a new thread (whose stack end it learns from the record). */
+static __always_inline __u64 wake_flag(__u32 flags, __u32 py_flags)
 {
+    if (((flags & SAMPLE_F_NEW_THREAD) || (py_flags & (SAMPLE_PY_UNNAMED | SAMPLE_PY_UNTAUGHT))) &&
+        wake_armed) {
+        wake_armed = 0;
+        return BPF_RB_FORCE_WAKEUP;
+    }
     return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= cfg_wake_bytes ? BPF_RB_FORCE_WAKEUP
                                                                            : BPF_RB_NO_WAKEUP;
 }
@@ -249,6 +263,7 @@ struct py_walk {
     __u64 last_code, last_ident; /* the previous frame's code object and its ident */
     __u32 n;                     /* frames in fr */
     __u32 flags;
+    __u32 tgid;
     struct sample_pylayout L;
     __u8 slice[SAMPLE_PY_SLICE_MAX];
     __u8 win[PY_WINDOW];
@@ -307,6 +322,9 @@ static __always_inline int py_ident(struct py_walk *w, __u64 code)
     h = sample_py_mix(sample_py_mix(h, qual[0]), qual[1]);
     w->last_code = code;
     w->last_ident = sample_py_ident_end(h);
+    h = sample_py_named_bit(w->tgid, code, w->last_ident);
+    if (!(py_named[(h / 64) & (SAMPLE_PY_NAMED_BITS / 64 - 1)] & (1ull << (h & 63))))
+        w->flags |= SAMPLE_PY_UNNAMED;
     return 0;
 }
 
@@ -408,7 +426,8 @@ static long py_step(__u64 i, struct py_walk **wp)
 /*
  * The Python frames of thread `tid` of `tgid`, leaf first, appended to the record at
  * ev->stack + ev->stack_len (ev has room for cfg_py_frames). Nothing when the thread is
- * unknown; SAMPLE_PY_STALE when its thread state now belongs to another thread or none.
+ * unknown (SAMPLE_PY_UNTAUGHT in a Python process) or has no thread state; SAMPLE_PY_STALE
+ * when its thread state now belongs to another thread or none.
  */
 static __always_inline void py_capture(struct sample_event *ev, struct sample_thread *th, __u32 tgid,
                                        __u32 tid, __u32 size, __u32 level)
@@ -419,7 +438,14 @@ static __always_inline void py_capture(struct sample_event *ev, struct sample_th
     __u64 off, nb;
     __u32 len;
 
-    if (!th || !th->tstate)
+    if (!th || !th->tstate) {
+        /* A thread of a Python process that user space has not looked at yet: this record,
+         * read there, teaches it; it wakes user space (wake_flag) so that the read is of now. */
+        if (bpf_map_lookup_elem(&py_layouts, &tgid))
+            ev->py_flags = SAMPLE_PY_UNTAUGHT;
+        return;
+    }
+    if (th->tstate == SAMPLE_PY_NO_TSTATE)
         return;
     ts = th->tstate;
     L = bpf_map_lookup_elem(&py_layouts, &tgid);
@@ -450,6 +476,7 @@ static __always_inline void py_capture(struct sample_event *ev, struct sample_th
     w->last_code = w->last_ident = 0;
     w->n = 0;
     w->flags = 0;
+    w->tgid = tgid;
     /* bpf_loop takes its context on the stack: a pointer to the walk there. */
     bpf_loop(cfg_py_frames + 1, py_step, &w, 0);
     if (w->floor != th->py_floor)
@@ -457,7 +484,7 @@ static __always_inline void py_capture(struct sample_event *ev, struct sample_th
     /* A half chain would be attributed wrongly: user space reads this one itself. */
     if (w->flags & SAMPLE_PY_BROKEN)
         goto broken;
-    ev->py_flags = SAMPLE_PY_CAPTURED | (w->flags & SAMPLE_PY_TRUNCATED);
+    ev->py_flags = SAMPLE_PY_CAPTURED | (w->flags & (SAMPLE_PY_TRUNCATED | SAMPLE_PY_UNNAMED));
     if (!w->n)
         return;
     nb = w->n * sizeof(struct sample_pyframe);
@@ -480,7 +507,7 @@ broken:
     count(SAMPLE_CNT_PY_BROKEN);
     return;
 stale:
-    ev->py_flags = SAMPLE_PY_STALE;
+    ev->py_flags = SAMPLE_PY_STALE | SAMPLE_PY_UNTAUGHT;
     count(SAMPLE_CNT_PY_STALE);
     th->tstate = 0; /* its stack end stays: the tid is still this thread's */
 }
@@ -576,7 +603,7 @@ __noinline int submit(__u32 level)
         st = 2 * SAMPLE_STACK_BYTES;
     len += sizeof(*ev) + py + st;
     barrier_var(len);
-    if (len > REC_MAX || bpf_ringbuf_output(&events, ev, len, wake_flag())) {
+    if (len > REC_MAX || bpf_ringbuf_output(&events, ev, len, wake_flag(ev->flags, ev->py_flags))) {
         count(SAMPLE_CNT_LOST);
         return -1;
     }
@@ -629,6 +656,14 @@ static __always_inline int record_in(struct sample_event *ev, __u32 level, void 
     read_user_regs(&ev->regs, (struct pt_regs *)bpf_task_pt_regs(task));
 
     th = bpf_map_lookup_elem(&threads, &tid);
+    if (!th) {
+        /* Until user space has seen this record, the thread's copies are not bounded by its
+         * stack end (halving, see copy_stack): the entry makes this one record wake it. */
+        struct sample_thread none = {};
+
+        bpf_map_update_elem(&threads, &tid, &none, BPF_NOEXIST);
+        ev->flags |= SAMPLE_F_NEW_THREAD;
+    }
     if (size) {
         ev->stack_addr = ev->regs.sp;
         ev->stack_len = copy_stack(ev, task, th, tid, tgid, size);
@@ -744,7 +779,7 @@ static __always_inline void offcpu_wake(const struct offcpu_out *o, __u64 back, 
     w->flags = SAMPLE_F_WAKE | o->flags;
     w->time_ns = now;
     w->off_ns = back > o->since_ns ? back - o->since_ns : 0;
-    bpf_ringbuf_submit(w, wake_flag());
+    bpf_ringbuf_submit(w, wake_flag(0, 0));
 }
 
 /*

@@ -83,6 +83,9 @@
 #define SAMPLE_F_WAKE         (1u << 9)  /* a struct sample_wake, not a sample_event */
 #define SAMPLE_F_GIL_HELD     (1u << 10) /* GIL checked: the thread held the GIL at the sample */
 #define SAMPLE_F_GIL_UNKNOWN  (1u << 11) /* GIL checked: its thread state or GIL not known yet */
+#define SAMPLE_F_NEW_THREAD                                                                                  \
+    (1u << 12) /* the thread's first record (the program added it to                                         \
+                  "threads"): user space learns its stack end from it */
 /* With the GIL checked (cfg_gil), an on-CPU sample with neither of the two flags was taken while
  * its thread did not hold the GIL. */
 
@@ -91,6 +94,19 @@
 #define SAMPLE_PY_TRUNCATED (1u << 1) /* the frame cap was reached: the root side is missing */
 #define SAMPLE_PY_STALE     (1u << 2) /* the thread state is not this thread's (thread gone) */
 #define SAMPLE_PY_BROKEN    (1u << 3) /* a read failed or a frame was invalid: chain dropped */
+#define SAMPLE_PY_UNNAMED   (1u << 4) /* a frame's code object is not in py_named (below) */
+#define SAMPLE_PY_UNTAUGHT                                                                                   \
+    (1u << 5) /* a thread of a Python process with no thread state in                                        \
+                 the map (or a stale one): user space reads it */
+/* A thread state user space found none for (a native thread, a Python thread not started
+ * yet): its records are read in user space without waking it (SAMPLE_PY_UNTAUGHT). */
+#define SAMPLE_PY_NO_TSTATE 1ull
+
+/* The code objects user space has named, as bits of a one-hash filter in the program's global
+ * data (py_named, mapped by user space): a chain with a code object whose bit is clear may
+ * need naming while the target still lives, and wakes the consumer when it asked for that
+ * (wake_armed). A bit another object set only delays that naming to the next drain. */
+#define SAMPLE_PY_NAMED_BITS (1u << 20)
 
 /* Per-CPU counters (array map "counters", index = enum value). */
 enum sample_counter {
@@ -152,6 +168,12 @@ static inline __attribute__((always_inline)) __u64 sample_py_mix(__u64 h, __u64 
 static inline __attribute__((always_inline)) __u64 sample_py_ident_end(__u64 h)
 {
     return h ? h : 1;
+}
+
+/* The py_named bit of code object `code` with identity `ident` in process `tgid`. */
+static inline __attribute__((always_inline)) __u32 sample_py_named_bit(__u32 tgid, __u64 code, __u64 ident)
+{
+    return (__u32)sample_py_mix(sample_py_mix(tgid, code), ident) & (SAMPLE_PY_NAMED_BITS - 1);
 }
 
 #ifndef __VMLINUX_H__

@@ -42,13 +42,15 @@
 #include "top.h"
 
 #define ALIVE_CHECK_NS  100000000ull
-#define PY_DRAIN_NS     5000000ull
-/* The longest sleeps between drains (see next_interval): top's keys, the progress line's 4 Hz,
- * and a recording that nobody watches. */
+#define TOP_GIL_THREADS 256 /* threads whose GIL share top may name */
+/* Sleeps between drains (see next_interval): while stacks are read at the drain, while a run
+ * starts, and the longest ones: top's keys, the progress line's 4 Hz, a recording that nobody
+ * watches. */
+#define PY_DRAIN_NS       5000000ull
+#define START_DRAIN_NS    50000000ull
 #define TOP_DRAIN_NS      100000000ull
 #define PROGRESS_DRAIN_NS 250000000ull
 #define IDLE_DRAIN_NS     500000000ull
-#define TOP_GIL_THREADS 256          /* threads whose GIL share top may name */
 
 static volatile sig_atomic_t exiting; /* the signal that ends the run, 0 until one came */
 
@@ -363,27 +365,33 @@ static void announce(struct run *r)
 
 /* Python stacks not captured in the kernel (a thread it does not know yet, a broken chain, no
  * in-kernel reader) are read when records are drained, and a new code object of an in-kernel
- * chain is named then: drain every PY_DRAIN_NS while the last drain had such a read, met code
- * objects not seen before, or found code objects freed before they could be named (code made and
- * dropped within milliseconds: exec, templates). Otherwise r->idle_ns: the program wakes the
- * collector when the ring is half full, the target's exit and a signal wake it at once, and a
+ * chain is named then, while it and the target live. So: drain every PY_DRAIN_NS while the last
+ * drain read such stacks, met code objects not seen before, or found code objects freed before
+ * they could be named (code made and dropped within milliseconds: exec, templates); every
+ * START_DRAIN_NS while no record came yet or a target may still become Python (the files and
+ * code its first records name are opened and read before it can end); otherwise r->idle_ns. A
+ * long sleep is cut short by the program when the ring is half full or a record must be seen
+ * soon (a new thread, code not named yet: sampler_arm_wake, at every drain), by the target's
+ * exit and by a signal. A
  * wake-up costs the collector ~0.1 ms however few records it drains (its caches have gone cold
- * meanwhile: measured, docs/benchmarks.md), as much as 50 samples. */
+ * meanwhile: measured, docs/benchmarks.md), as much as 25 samples. */
 static uint64_t next_interval(struct run *r)
 {
     struct collect_stats cs;
-    bool remote, fresh;
+    bool remote, fresh, starting;
 
-    if (r->o->no_python)
-        return r->idle_ns;
     collect_get_stats(r->collector, &cs);
-    remote = cs.python_frames - r->py_frames != cs.python_frames_in_kernel - r->py_kernel;
+    starting = !cs.samples || cs.python_attach_pending;
+    if (r->o->no_python)
+        return starting && r->idle_ns > START_DRAIN_NS ? START_DRAIN_NS : r->idle_ns;
+    remote = cs.python_reads_remote != r->py_remote;
     fresh = cs.python_code_freed != r->py_freed || cs.python_code_objects != r->py_code;
-    r->py_frames = cs.python_frames;
-    r->py_kernel = cs.python_frames_in_kernel;
+    r->py_remote = cs.python_reads_remote;
     r->py_freed = cs.python_code_freed;
     r->py_code = cs.python_code_objects;
-    return remote || fresh ? PY_DRAIN_NS : r->idle_ns;
+    if (remote || fresh)
+        return PY_DRAIN_NS;
+    return starting && r->idle_ns > START_DRAIN_NS ? START_DRAIN_NS : r->idle_ns;
 }
 
 /* Sleeps until the next drain, a wake-up from the program or the target's exit, or `until` (0:
@@ -405,6 +413,7 @@ static bool drain_bpf(struct run *r, uint64_t *rng, uint64_t until)
     if (sampler_poll(r->sampler) < 0 && errno != EINTR)
         return false;
     r->interval_ns = next_interval(r);
+    sampler_arm_wake(r->sampler, true);
     return true;
 }
 
@@ -476,8 +485,10 @@ static void sample(struct run *r)
     next_check = t0 + ALIVE_CHECK_NS;
     progress_start(&pg, stderr, o->quiet, t0);
     r->idle_ns = r->top ? TOP_DRAIN_NS : pg.on ? PROGRESS_DRAIN_NS : IDLE_DRAIN_NS;
-    r->interval_ns = r->o->no_python ? r->idle_ns : PY_DRAIN_NS;
+    r->interval_ns = r->o->no_python ? START_DRAIN_NS : PY_DRAIN_NS;
     r->wake_fd = r->watch.pidfd;
+    if (r->sampler)
+        sampler_arm_wake(r->sampler, true);
     uint64_t rng = t0 | 1;
 
     while (!exiting) {

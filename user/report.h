@@ -41,14 +41,13 @@ struct run {
     bool child_running;
     bool target_gone;
     bool target_woke; /* the last sleep ended at wake_fd: check the target now */
-    bool top_quit; /* q in the live view */
+    bool top_quit;    /* q in the live view */
     bool nobpf_failed;
     char cmdline[1024];
     uint64_t interval_ns; /* between drains of the ring */
     uint64_t idle_ns;     /* ... when nothing needs them sooner */
     int wake_fd;          /* wakes a drain's sleep: the target's pidfd, -1 none */
-    uint64_t py_frames;   /* collector's Python frames, and those of in-kernel chains, */
-    uint64_t py_kernel;   /* ... */
+    uint64_t py_remote;   /* collector's samples with stacks read at the drain, */
     uint64_t py_freed;    /* ... and code objects freed unnamed, at the last drain */
     uint64_t py_code;     /* ... and code objects named, at the last drain */
     double duration;      /* seconds sampled */

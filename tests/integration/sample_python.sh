@@ -3,8 +3,8 @@
 # the main → outer → middle → inner chain with line numbers and the share of two hot functions
 # (against the workload's own thread CPU time), 4 named worker threads under --threads, Python →
 # ctypes qsort → Python callback in that order, recursion 1000 deep, --stats reads_per_sample on a
-# steady stack, --python-only, and --no-bpf (one batched read per sample; also with every
-# capability dropped but CAP_SYS_PTRACE).
+# steady stack, a function of the run's last 30 ms named, --python-only, and --no-bpf (one batched
+# read per sample; also with every capability dropped but CAP_SYS_PTRACE).
 source "$(dirname "$0")/../lib.sh"
 need_root
 S="$BUILD/pyebpf-sample"
@@ -116,6 +116,23 @@ for line in "${PYS[@]}"; do
         fail "$tag: --stats steady reads_per_sample" "$rps"
     fi
     echo "# $tag steady: collector_loop_cpu_us_per_sample $(stat_of collector_loop_cpu_us_per_sample "$d/st.err"), merge_errors $(stat_of merge_errors "$d/st.err")"
+
+    # A function that runs only in a program's last moments, its code object freed right after:
+    # named, because the program wakes the collector at the first chain with code not named yet
+    # (a timer's drain up to half a second later found the object gone: <freed code>).
+    : > "$d/tail.out"
+    "$py" "$W" tail 1 > "$d/tail.out" &
+    wpid=$!
+    wait_line 10 "$d/tail.out" READY
+    "$S" -q -F 499 --stats -o "$d/tail.folded" $wpid 2> "$d/tail.err"
+    wait $wpid
+    last=$(awk '/(^|;)last_phase \(/ { n += $NF } END { print n + 0 }' "$d/tail.folded")
+    freed=$(awk '/<freed code>/ { n += $NF } END { print n + 0 }' "$d/tail.folded")
+    if ge "$last" 1 && [ "$freed" = 0 ]; then
+        pass "$tag: the last 30 ms of the run, code freed at once: last_phase named in $last samples"
+    else
+        fail "$tag: last_phase named" "$last samples named, $freed with <freed code>; $(grep -E '^(stopped_by|code_freed):' "$d/tail.err" | tr '\n' ' ')"
+    fi
 
     # --no-bpf
     # attached once the stack is steady (the start-up's imports change the stack at every read)

@@ -6,6 +6,8 @@
   qsort SEC     caller → libc qsort (ctypes) → compare (Python callback), over and over
   deep SEC      recursion 1000 deep (rec), spinning at the bottom
   steady SEC    one function spinning
+  tail SEC      first_phase spins SEC, then last_phase runs 30 ms of CPU and is dropped (its code
+                object freed), then the process sleeps 0.3 s and ends
 Every mode prints READY once running and ends by itself after SEC seconds.
 """
 import ctypes
@@ -128,6 +130,32 @@ def steady(end):
     return spin_for(end)
 
 
+TAIL_SRC = """
+def last_phase(cpu):
+    t = time.thread_time() + cpu
+    x = 0
+    while time.thread_time() < t:
+        for i in range(1000):
+            x += i
+    return x
+"""
+
+
+def first_phase(end):
+    return spin_for(end)
+
+
+def tail(end):
+    say("READY")
+    first_phase(end)
+    # made at run time, so that no other code object keeps its code alive once it is dropped
+    ns = {"time": time}
+    exec(compile(TAIL_SRC, "tail_code", "exec"), ns)
+    ns["last_phase"](0.03)
+    ns.clear()
+    time.sleep(0.3)
+
+
 def run():
     mode, sec = sys.argv[1], float(sys.argv[2])
     end = time.time() + sec
@@ -142,6 +170,8 @@ def run():
         rec(1000, end)
     elif mode == "steady":
         steady(end)
+    elif mode == "tail":
+        tail(end)
 
 
 run()

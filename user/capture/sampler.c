@@ -303,6 +303,21 @@ int sampler_set_py_gil(struct sampler *s, pid_t tgid, const struct sample_pygil 
     return bpf_map__update_elem(s->skel->maps.py_gil, &k, sizeof(k), g, sizeof(*g), BPF_ANY) ? -errno : 0;
 }
 
+void sampler_py_named(struct sampler *s, pid_t tgid, uint64_t code, uint64_t ident)
+{
+    uint32_t bit = sample_py_named_bit((__u32)tgid, code, ident);
+
+    /* The program's global data, mapped: a store, no system call. */
+    if (s->skel->bss)
+        s->skel->bss->py_named[bit / 64] |= 1ull << (bit & 63);
+}
+
+void sampler_arm_wake(struct sampler *s, bool armed)
+{
+    if (s->skel->bss && s->skel->bss->wake_armed != armed)
+        s->skel->bss->wake_armed = armed;
+}
+
 enum sample_gil_mode sampler_gil_mode(const struct sampler *s)
 {
     return s->opts.gil;

@@ -20,6 +20,10 @@
 static const char *const marker_names[MARK_N] = {"[truncated]", "[native]", "[kernel]", "[unknown]"};
 
 #define READ_REUSE_NS 1000000ull
+/* An on-CPU record drained later than this is older than the stack a read now finds: its Python
+ * frames are left out (python_reads_late), not taken from another instant. Four drain periods
+ * of a run that reads stacks at the drain (main.c). */
+#define READ_LATE_NS 20000000ull
 
 int collect_open(struct collector **out, const struct collect_opts *o, struct profile *prof)
 {
@@ -104,6 +108,7 @@ void collect_get_stats(const struct collector *c, struct collect_stats *out)
         struct proc_stats ps;
 
         out->merge_errors += t->merge.merge_errors;
+        out->python_attach_pending += t->py == PY_UNTRIED || t->py == PY_RETRY;
         out->frame_cache_hits += t->fc.hits;
         out->frame_cache_misses += t->fc.misses;
         out->frame_cache_flushes += t->fc.flushes;
@@ -147,7 +152,9 @@ static int64_t thread_frame(struct collector *c, struct collect_target *tg, uint
 /* The Python frames of `tid`, leaf first, into c->py; their number (0: none). A record that
  * carries the chain the kernel captured at the sample instant is symbolised from it (counted in
  * st.python_frames_in_kernel); otherwise the stack is read now (pykernel then teaches the
- * kernel the thread), or a read of the same thread a moment ago is reused. */
+ * kernel the thread), or a read of the same thread a moment ago is reused, and kept only when
+ * an on-CPU record is recent enough for that stack to be its own. (An off-CPU record's thread
+ * is waiting: its stack stays as it left it.) */
 static size_t python_frames(struct collector *c, struct collect_target *t, uint32_t tid,
                             const struct sample_event *ev, size_t len, unsigned *pflags)
 {
@@ -180,6 +187,13 @@ static size_t python_frames(struct collector *c, struct collect_target *t, uint3
         c->last_ns = now;
         c->last_np = n > 0 ? (size_t)n : 0;
         c->last_flags = flags;
+    }
+    if (n > 0) {
+        c->st.python_reads_remote++;
+        if (ev && !(ev->flags & SAMPLE_F_OFFCPU) && now > ev->time_ns && now - ev->time_ns > READ_LATE_NS) {
+            c->st.python_reads_late++;
+            n = 0;
+        }
     }
 done:
     *pflags = flags;
@@ -500,6 +514,7 @@ void collect_python_stats(const struct collector *c, struct stats out)
     stats_ratio(out, "python_frames_per_sample", (double)s->python_frames, (double)s->python_samples, 1);
     stats_count(out, "python_read_errors", s->python_read_errors);
     stats_count(out, "python_reads_reused", s->python_reads_reused);
+    stats_count(out, "python_reads_late", s->python_reads_late);
     stats_count(out, "python_frames_in_kernel", s->python_frames_in_kernel);
     stats_count(out, "merge_errors", s->merge_errors);
     if (c->pk)

@@ -70,6 +70,9 @@ struct collect_stats {
     uint64_t python_code_objects;     /* code objects named so far (their cache entries) */
     uint64_t python_read_errors;      /* pystack_read failed other than -ESRCH */
     uint64_t python_reads_reused;     /* samples that reused the read of the record before */
+    uint64_t python_reads_remote;     /* samples whose stack was read at the drain and had frames */
+    uint64_t python_reads_late;       /* ... and came too late: Python frames left out */
+    uint64_t python_attach_pending;   /* targets that may still become Python (attach retried) */
     uint64_t merge_errors;            /* native eval-loop frames and Python groups disagreed */
     uint64_t frame_cache_hits;        /* native and kernel addresses answered by the frame cache */
     uint64_t frame_cache_misses;      /* ... symbolised and interned */

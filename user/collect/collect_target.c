@@ -129,12 +129,18 @@ static int teach_thread(void *s, pid_t tid, uint64_t tstate)
     return sampler_set_py_thread(s, tid, tstate);
 }
 
+static void teach_named(void *s, pid_t pid, uint64_t code, uint64_t ident)
+{
+    sampler_py_named(s, pid, code, ident);
+}
+
 int collect_set_sampler(struct collector *c, struct sampler *s)
 {
     const struct pykernel_teacher teacher = {.layout = teach_layout,
                                              .tstate = teach_thread,
                                              .gil = s && sampler_gil_mode(s) != SAMPLE_GIL_OFF ? teach_gil
                                                                                                : NULL,
+                                             .named = teach_named,
                                              .arg = s};
 
     int rc;

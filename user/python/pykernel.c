@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/monotime.h"
+
 #define MAX_RAW 1024 /* frames decoded per record (SAMPLE_PY_FRAMES_MAX) */
 
 struct pykernel_stats {
@@ -25,11 +27,19 @@ struct pk_proc {
     bool refused;
 };
 
+/* A thread taught, and when (monotime_ns): a record of it taken later that still says the kernel
+ * does not know it means the kernel's entry was dropped (an LRU map), and it is taught again. */
+struct pk_tid {
+    uint32_t tid;
+    bool none; /* taught SAMPLE_PY_NO_TSTATE */
+    uint64_t ns;
+};
+
 struct pykernel {
     struct pykernel_teacher teach; /* .layout NULL: nothing is taught */
     struct pk_proc *procs;
     size_t nprocs, cap_procs;
-    uint32_t *tids; /* open addressing set of taught tids (0: empty), power-of-two size */
+    struct pk_tid *tids; /* open addressing set of taught tids (tid 0: empty), power-of-two size */
     size_t ntids, cap_tids;
     struct pystack_raw *raw;
     struct pykernel_stats st;
@@ -209,14 +219,14 @@ static size_t tid_slot(const struct pykernel *pk, uint32_t tid)
 {
     size_t j = (tid * 2654435761u) & (pk->cap_tids - 1);
 
-    while (pk->tids[j] && pk->tids[j] != tid)
+    while (pk->tids[j].tid && pk->tids[j].tid != tid)
         j = (j + 1) & (pk->cap_tids - 1);
     return j;
 }
 
 static int tids_grow(struct pykernel *pk)
 {
-    uint32_t *old = pk->tids;
+    struct pk_tid *old = pk->tids;
     size_t ocap = pk->cap_tids;
 
     pk->tids = calloc(ocap * 2, sizeof(*pk->tids));
@@ -226,8 +236,8 @@ static int tids_grow(struct pykernel *pk)
     }
     pk->cap_tids = ocap * 2;
     for (size_t i = 0; i < ocap; i++)
-        if (old[i])
-            pk->tids[tid_slot(pk, old[i])] = old[i];
+        if (old[i].tid)
+            pk->tids[tid_slot(pk, old[i].tid)] = old[i];
     free(old);
     return 0;
 }
@@ -270,34 +280,47 @@ static bool proc_ready(struct pykernel *pk, struct pystack *ps, pid_t pid)
     return !p->refused;
 }
 
-/* tid's thread state into the kernel; `again` when the kernel dropped its entry (a stale record). */
+/* tid's thread state (SAMPLE_PY_NO_TSTATE: none) into the kernel; `again` when the kernel
+ * dropped its entry or the thread has a state since. */
 static void learn(struct pykernel *pk, uint32_t tid, uint64_t tstate, bool again)
 {
     size_t j = tid_slot(pk, tid);
 
-    if (pk->tids[j] && !again)
+    if (pk->tids[j].tid && !again && pk->tids[j].none == (tstate == SAMPLE_PY_NO_TSTATE))
         return;
     if (pk->teach.tstate(pk->teach.arg, (pid_t)tid, tstate))
         return;
-    pk->st.threads_taught++;
-    if (!pk->tids[j]) {
-        pk->tids[j] = tid;
+    if (tstate != SAMPLE_PY_NO_TSTATE)
+        pk->st.threads_taught++;
+    pk->tids[j].ns = monotime_ns();
+    pk->tids[j].none = tstate == SAMPLE_PY_NO_TSTATE;
+    if (!pk->tids[j].tid) {
+        pk->tids[j].tid = tid;
         if (++pk->ntids * 2 > pk->cap_tids)
             tids_grow(pk);
     }
 }
 
-/* After a remote read of tid: its thread state into the kernel, unless it is there already. */
+/* After a remote read of tid: its thread state into the kernel, unless it is there already (a
+ * record drained with others taken before the thread was taught says nothing). A thread with
+ * no thread state gets SAMPLE_PY_NO_TSTATE: its records stop waking the collector and are still
+ * read here, which teaches it once it has one. */
 static void teach(struct pykernel *pk, struct pystack *ps, const struct sample_event *ev)
 {
+    const struct pk_tid *k;
     uint64_t tstate;
+    bool again;
 
     if (!pk->teach.layout || !proc_ready(pk, ps, ev->pid))
         return;
-    if (pk->tids[tid_slot(pk, ev->tid)] && !(ev->py_flags & SAMPLE_PY_STALE))
+    k = &pk->tids[tid_slot(pk, ev->tid)];
+    again = (ev->py_flags & SAMPLE_PY_STALE) || ((ev->py_flags & SAMPLE_PY_UNTAUGHT) && ev->time_ns > k->ns);
+    if (k->tid && !k->none && !again)
         return; /* known: no lookup */
     if (!pystack_thread_state(ps, ev->tid, &tstate))
-        learn(pk, ev->tid, tstate, ev->py_flags & SAMPLE_PY_STALE);
+        learn(pk, ev->tid, tstate, again);
+    else if (ev->py_flags & SAMPLE_PY_UNTAUGHT)
+        learn(pk, ev->tid, SAMPLE_PY_NO_TSTATE, again);
 }
 
 static int learn_one(void *pk, pid_t tid, uint64_t tstate)
@@ -330,10 +353,17 @@ int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample
     n = pykernel_decode(ev, len, pk->raw, MAX_RAW, &truncated);
     if (n >= 0) {
         bool shim = leaf_shim(ps, pk->raw, (size_t)n);
+        size_t raw = (size_t)n;
 
         /* Named from entries of the objects that ran (pycode.h): a frame that cannot be named
          * shows so; a remote read now would only put another instant's chain in its place. */
-        n = pystack_symbolize(ps, pk->raw, (size_t)n, truncated, out, max);
+        n = pystack_symbolize(ps, pk->raw, raw, truncated, out, max);
+        /* The kernel met a code object not named before: each of the chain's is now (or was
+         * freed first), and its chains stop waking the collector. */
+        if ((ev->py_flags & SAMPLE_PY_UNNAMED) && pk->teach.named)
+            for (size_t i = 0; i < raw; i++)
+                if (pk->raw[i].ident)
+                    pk->teach.named(pk->teach.arg, ev->pid, pk->raw[i].code, pk->raw[i].ident);
         pk->st.samples_in_kernel++;
         pk->st.frames_in_kernel += n > 0 ? (uint64_t)n : 0;
         if (truncated)

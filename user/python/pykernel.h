@@ -9,6 +9,9 @@
  *                    pystack's tables is taught (map threads[tid].tstate), so the next samples of the
  *                    thread come with their chain
  *
+ * A chain with a code object the kernel has not been told is named (SAMPLE_PY_UNNAMED) has each
+ * of its code objects told once named, so only new code wakes the collector (sample.h).
+ *
  * pykernel decodes and decides what the kernel should learn; it writes no map itself: each lesson
  * goes through the teacher it was opened with (the collector hands them to the sampler). A thread
  * is taught once; the program clears a thread state that no longer names its tid (the
@@ -53,6 +56,8 @@ struct pykernel_teacher {
     int (*layout)(void *arg, pid_t pid, const struct sample_pylayout *L);
     int (*tstate)(void *arg, pid_t tid, uint64_t tstate);
     int (*gil)(void *arg, pid_t pid, const struct sample_pygil *g); /* --mode gil; NULL otherwise */
+    /* A code object of a chain the kernel flagged SAMPLE_PY_UNNAMED has been named. */
+    void (*named)(void *arg, pid_t pid, uint64_t code, uint64_t ident);
     void *arg;
 };
 
