@@ -83,9 +83,9 @@
 #define SAMPLE_F_WAKE         (1u << 9)  /* a struct sample_wake, not a sample_event */
 #define SAMPLE_F_GIL_HELD     (1u << 10) /* GIL checked: the thread held the GIL at the sample */
 #define SAMPLE_F_GIL_UNKNOWN  (1u << 11) /* GIL checked: its thread state or GIL not known yet */
-#define SAMPLE_F_NEW_THREAD                                                                                  \
-    (1u << 12) /* the thread's first record (the program added it to                                         \
-                  "threads"): user space learns its stack end from it */
+/* The thread's first record (the program added it to "threads"): user space learns its stack end
+ * from it. */
+#define SAMPLE_F_NEW_THREAD (1u << 12)
 /* With the GIL checked (cfg_gil), an on-CPU sample with neither of the two flags was taken while
  * its thread did not hold the GIL. */
 
@@ -95,9 +95,9 @@
 #define SAMPLE_PY_STALE     (1u << 2) /* the thread state is not this thread's (thread gone) */
 #define SAMPLE_PY_BROKEN    (1u << 3) /* a read failed or a frame was invalid: chain dropped */
 #define SAMPLE_PY_UNNAMED   (1u << 4) /* a frame's code object is not in py_named (below) */
-#define SAMPLE_PY_UNTAUGHT                                                                                   \
-    (1u << 5) /* a thread of a Python process with no thread state in                                        \
-                 the map (or a stale one): user space reads it */
+/* A thread of a Python process with no thread state in the map (or a stale one): user space
+ * reads it. */
+#define SAMPLE_PY_UNTAUGHT (1u << 5)
 /* A thread state user space found none for (a native thread, a Python thread not started
  * yet): its records are read in user space without waking it (SAMPLE_PY_UNTAUGHT). */
 #define SAMPLE_PY_NO_TSTATE 1ull

@@ -372,26 +372,25 @@ static void announce(struct run *r)
  * code its first records name are opened and read before it can end); otherwise r->idle_ns. A
  * long sleep is cut short by the program when the ring is half full or a record must be seen
  * soon (a new thread, code not named yet: sampler_arm_wake, at every drain), by the target's
- * exit and by a signal. A
- * wake-up costs the collector ~0.1 ms however few records it drains (its caches have gone cold
- * meanwhile: measured, docs/benchmarks.md), as much as 25 samples. */
+ * exit and by a signal. A wake-up costs the collector ~0.1 ms however few records it drains
+ * (its caches have gone cold meanwhile: measured, docs/benchmarks.md), as much as 25 samples. */
 static uint64_t next_interval(struct run *r)
 {
     struct collect_stats cs;
-    bool remote, fresh, starting;
+    bool remote, fresh;
+    uint64_t idle = r->idle_ns;
 
     collect_get_stats(r->collector, &cs);
-    starting = !cs.samples || cs.python_attach_pending;
+    if ((!cs.samples || cs.python_attach_pending) && idle > START_DRAIN_NS)
+        idle = START_DRAIN_NS;
     if (r->o->no_python)
-        return starting && r->idle_ns > START_DRAIN_NS ? START_DRAIN_NS : r->idle_ns;
+        return idle;
     remote = cs.python_reads_remote != r->py_remote;
     fresh = cs.python_code_freed != r->py_freed || cs.python_code_objects != r->py_code;
     r->py_remote = cs.python_reads_remote;
     r->py_freed = cs.python_code_freed;
     r->py_code = cs.python_code_objects;
-    if (remote || fresh)
-        return PY_DRAIN_NS;
-    return starting && r->idle_ns > START_DRAIN_NS ? START_DRAIN_NS : r->idle_ns;
+    return remote || fresh ? PY_DRAIN_NS : idle;
 }
 
 /* Sleeps until the next drain, a wake-up from the program or the target's exit, or `until` (0:
@@ -413,7 +412,7 @@ static bool drain_bpf(struct run *r, uint64_t *rng, uint64_t until)
     if (sampler_poll(r->sampler) < 0 && errno != EINTR)
         return false;
     r->interval_ns = next_interval(r);
-    sampler_arm_wake(r->sampler, true);
+    sampler_arm_wake(r->sampler);
     return true;
 }
 
@@ -488,7 +487,7 @@ static void sample(struct run *r)
     r->interval_ns = r->o->no_python ? START_DRAIN_NS : PY_DRAIN_NS;
     r->wake_fd = r->watch.pidfd;
     if (r->sampler)
-        sampler_arm_wake(r->sampler, true);
+        sampler_arm_wake(r->sampler);
     uint64_t rng = t0 | 1;
 
     while (!exiting) {

@@ -130,15 +130,17 @@ def steady(end):
     return spin_for(end)
 
 
-TAIL_SRC = """
-def last_phase(cpu):
-    t = time.thread_time() + cpu
+def spin_cpu(sec):
+    t = time.thread_time() + sec
     x = 0
     while time.thread_time() < t:
         for i in range(1000):
             x += i
     return x
-"""
+
+
+# compiled at run time, so that no other code object keeps last_phase's code alive once dropped
+TAIL_SRC = "def last_phase(cpu):\n    return spin_cpu(cpu)\n"
 
 
 def first_phase(end):
@@ -148,8 +150,7 @@ def first_phase(end):
 def tail(end):
     say("READY")
     first_phase(end)
-    # made at run time, so that no other code object keeps its code alive once it is dropped
-    ns = {"time": time}
+    ns = {"spin_cpu": spin_cpu}
     exec(compile(TAIL_SRC, "tail_code", "exec"), ns)
     ns["last_phase"](0.03)
     ns.clear()

@@ -312,10 +312,10 @@ void sampler_py_named(struct sampler *s, pid_t tgid, uint64_t code, uint64_t ide
         s->skel->bss->py_named[bit / 64] |= 1ull << (bit & 63);
 }
 
-void sampler_arm_wake(struct sampler *s, bool armed)
+void sampler_arm_wake(struct sampler *s)
 {
-    if (s->skel->bss && s->skel->bss->wake_armed != armed)
-        s->skel->bss->wake_armed = armed;
+    if (s->skel->bss && !s->skel->bss->wake_armed)
+        s->skel->bss->wake_armed = 1;
 }
 
 enum sample_gil_mode sampler_gil_mode(const struct sampler *s)

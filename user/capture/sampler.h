@@ -100,11 +100,11 @@ int sampler_set_py_thread(struct sampler *s, pid_t tid, uint64_t tstate);
 /* Code object `code` of process tgid, with the identity its chains carry, has been named: its
  * chains no longer wake the consumer (SAMPLE_PY_UNNAMED). */
 void sampler_py_named(struct sampler *s, pid_t tgid, uint64_t code, uint64_t ident);
-/* Whether the next record the consumer must see soon wakes it at once (once: that record
- * disarms it): a new thread's first, a chain with a code object not named yet, a thread of a
- * Python process with no thread state taught (SAMPLE_F_NEW_THREAD, SAMPLE_PY_UNNAMED,
+/* The next record the consumer must see soon wakes it at once (once: that record disarms
+ * it): a new thread's first, a chain with a code object not named yet, a thread of a Python
+ * process with no thread state taught (SAMPLE_F_NEW_THREAD, SAMPLE_PY_UNNAMED,
  * SAMPLE_PY_UNTAUGHT). */
-void sampler_arm_wake(struct sampler *s, bool armed);
+void sampler_arm_wake(struct sampler *s);
 /* opts.gil not off: where process tgid's GIL is. */
 int sampler_set_py_gil(struct sampler *s, pid_t tgid, const struct sample_pygil *g);
 /* What the program does with the GIL holder (opts.gil). */
