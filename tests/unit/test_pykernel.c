@@ -309,7 +309,7 @@ static int on_record(void *ctx, const struct sample_event *ev, size_t len)
         s->stale++;
     if (ev->py_flags & SAMPLE_PY_BROKEN)
         s->broken++;
-    if (!ev->py_flags)
+    if (ev->py_flags == SAMPLE_PY_UNTAUGHT) /* no chain: a thread of a Python process not taught */
         s->unknown++;
     if (!(ev->py_flags & SAMPLE_PY_CAPTURED))
         return 0;

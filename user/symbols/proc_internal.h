@@ -50,6 +50,8 @@ struct proc {
     struct unwind_cache *ucache;
     uint64_t last_refresh_ns, last_jit_ns;
     uint64_t jit_due_ns;          /* next timed re-check of the JIT publications; UINT64_MAX: none */
+    bool maps_suspect;            /* code met in a mapping that is not executable: the re-check
+                                     at jit_due_ns reads the mappings again */
     uint64_t jit_names_gen;       /* jitsyms_names_gen when sym_gen last followed it */
     const struct map_entry *last; /* the mapping found last: frames cluster in few modules */
     struct proc_stats stats;
