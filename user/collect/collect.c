@@ -20,9 +20,10 @@
 static const char *const marker_names[MARK_N] = {"[truncated]", "[native]", "[kernel]", "[unknown]"};
 
 #define READ_REUSE_NS 1000000ull
-/* An on-CPU record drained later than this is older than the stack a read now finds: its Python
- * frames are left out (python_reads_late), not taken from another instant. Four drain periods
- * of a run that reads stacks at the drain (main.c). */
+/* An on-CPU record drained from the sampler's ring later than this is older than the stack a
+ * read now finds: its Python frames are left out (python_reads_late), not taken from another
+ * instant. Four drain periods of a run that reads stacks at the drain (main.c). A dump's
+ * records (no sampler) are of threads it holds still or read in the same pass. */
 #define READ_LATE_NS 20000000ull
 
 int collect_open(struct collector **out, const struct collect_opts *o, struct profile *prof)
@@ -190,7 +191,8 @@ static size_t python_frames(struct collector *c, struct collect_target *t, uint3
     }
     if (n > 0) {
         c->st.python_reads_remote++;
-        if (ev && !(ev->flags & SAMPLE_F_OFFCPU) && now > ev->time_ns && now - ev->time_ns > READ_LATE_NS) {
+        if (c->sampler && ev && !(ev->flags & SAMPLE_F_OFFCPU) && now > ev->time_ns &&
+            now - ev->time_ns > READ_LATE_NS) {
             c->st.python_reads_late++;
             n = 0;
         }

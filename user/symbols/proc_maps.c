@@ -269,27 +269,14 @@ const struct map_entry *proc_find_map(struct proc *p, uint64_t ip, size_t *idx)
         return e; /* its module was loaded (or tried) when it became `last` */
     }
     e = maps_find(&p->maps, ip);
-    if (!e || !(e->prot & MAPS_X)) {
-        if (proc_now_ns() - p->last_refresh_ns > REFRESH_MIN_NS) {
-            if (proc_refresh(p) == 0)
-                e = maps_find(&p->maps, ip);
-        } else if (e && !p->maps_suspect) {
-            /* Code in a mapping that is not executable was most likely mapped since the
-             * mappings were read, over one that has gone (a JIT region where ld.so.cache lay at
-             * start-up). Its name now is cached until the generation changes: the samples'
-             * re-check reads the mappings again once the rate limit allows. */
-            p->maps_suspect = true;
-            if (p->jit_due_ns > p->last_refresh_ns + REFRESH_MIN_NS)
-                p->jit_due_ns = p->last_refresh_ns + REFRESH_MIN_NS;
-        }
-    }
+    if (!e && proc_now_ns() - p->last_refresh_ns > REFRESH_MIN_NS && proc_refresh(p) == 0)
+        e = maps_find(&p->maps, ip);
     if (!e)
         return NULL;
     *idx = (size_t)(e - p->maps.v);
     if (p->mods[*idx].state == MOD_UNLOADED)
         load_mod(p, *idx);
-    if (e->prot & MAPS_X)
-        p->last = e; /* a suspect one is looked up again, to be read again once due */
+    p->last = e;
     return e;
 }
 

@@ -15,6 +15,16 @@ static int symbolize(struct proc *p, uint64_t ip, struct symres *out)
     out->kind = FRAME_NATIVE;
     size_t i;
     const struct map_entry *e = proc_find_map(p, ip, &i);
+    /* A frame's code in a mapping that is not executable was mapped since the mappings were
+     * read, over one that has gone (a JIT region where ld.so.cache lay at start-up): the name
+     * given now is cached until the generation changes, so the samples' re-check reads the
+     * mappings again once the rate limit allows (proc_recheck_jit). Not in proc_find_map: the
+     * unwinder probes stack words that point into data. */
+    if (e && !(e->prot & MAPS_X) && !p->maps_suspect) {
+        p->maps_suspect = true;
+        if (p->jit_due_ns > p->last_refresh_ns + REFRESH_MIN_NS)
+            p->jit_due_ns = p->last_refresh_ns + REFRESH_MIN_NS;
+    }
     const struct jitsym *js = proc_find_jit(p, ip, e);
     if (js && (!e || !maps_is_file(e) || e->deleted)) {
         out->name = js->name;
