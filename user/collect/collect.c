@@ -330,7 +330,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
     if (!t->proc)
         c->st.proc_errors++;
     else
-        (void)proc_recheck_jit(t->proc, ev->time_ns); /* reused JIT code; -ENOMEM: the old names stay */
+        (void)proc_recheck(t->proc, ev->time_ns); /* reused JIT code; -ENOMEM: the old names stay */
     collect_attach_python(c, t);
     f = thread_frame(c, t, ev->tid, ev->comm, &fresh, &keep);
     if (f < 0)

@@ -68,6 +68,10 @@ int proc_set_gdbjit(struct proc *p, uint64_t descriptor);
  * address is named differently. Not due: one comparison, no system call. Returns 1 when names
  * changed, 0 when nothing was due or changed, -ENOMEM. Counted in proc_stats.jit_reloads. */
 int proc_recheck_jit(struct proc *p, uint64_t now);
+/* The samples' re-check: proc_recheck_jit, or first the mappings read again when a frame named
+ * since the last read lay in a mapping that is not executable (then due one rate limit after
+ * that read: code mapped over a mapping that has gone). Same returns. */
+int proc_recheck(struct proc *p, uint64_t now);
 
 /* -- Symbols (proc_sym.c) ---------------------------------------------------------------------- */
 

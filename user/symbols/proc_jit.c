@@ -108,11 +108,6 @@ int proc_recheck_jit(struct proc *p, uint64_t now)
 {
     if (now < p->jit_due_ns)
         return 0;
-    if (p->maps_suspect) { /* proc_find_map */
-        uint64_t gen = p->sym_gen;
-        int err = proc_refresh(p);
-        return err == -ENOMEM ? err : p->sym_gen != gen;
-    }
     return reload(p);
 }
 

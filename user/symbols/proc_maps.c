@@ -261,6 +261,18 @@ static void load_mod(struct proc *p, size_t i)
     m->state = MOD_OK;
 }
 
+int proc_recheck(struct proc *p, uint64_t now)
+{
+    if (now < p->jit_due_ns)
+        return 0;
+    if (p->maps_suspect) { /* proc_sym.c */
+        uint64_t gen = p->sym_gen;
+        int err = proc_refresh(p);
+        return err == -ENOMEM ? err : p->sym_gen != gen;
+    }
+    return proc_recheck_jit(p, now);
+}
+
 const struct map_entry *proc_find_map(struct proc *p, uint64_t ip, size_t *idx)
 {
     const struct map_entry *e = p->last;

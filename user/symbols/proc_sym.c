@@ -18,7 +18,7 @@ static int symbolize(struct proc *p, uint64_t ip, struct symres *out)
     /* A frame's code in a mapping that is not executable was mapped since the mappings were
      * read, over one that has gone (a JIT region where ld.so.cache lay at start-up): the name
      * given now is cached until the generation changes, so the samples' re-check reads the
-     * mappings again once the rate limit allows (proc_recheck_jit). Not in proc_find_map: the
+     * mappings again once the rate limit allows (proc_recheck). Not in proc_find_map: the
      * unwinder probes stack words that point into data. */
     if (e && !(e->prot & MAPS_X) && !p->maps_suspect) {
         p->maps_suspect = true;
