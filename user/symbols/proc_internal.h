@@ -50,8 +50,10 @@ struct proc {
     struct unwind_cache *ucache;
     uint64_t last_refresh_ns, last_jit_ns;
     uint64_t jit_due_ns;          /* next timed re-check of the JIT publications; UINT64_MAX: none */
-    bool maps_suspect;            /* code met in a mapping that is not executable: the re-check
-                                     at jit_due_ns reads the mappings again */
+    bool maps_suspect;            /* the re-check at jit_due_ns reads the mappings again (proc_suspect) */
+    bool jit_unknown;             /* code met in executable memory nobody published: suspect until
+                                     a re-read finds something new */
+    uint64_t suspect_wait_ns;     /* after the last read of the mappings, before a suspect re-read */
     uint64_t jit_names_gen;       /* jitsyms_names_gen when sym_gen last followed it */
     const struct map_entry *last; /* the mapping found last: frames cluster in few modules */
     struct proc_stats stats;
@@ -73,6 +75,20 @@ static inline uint64_t proc_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A suspect re-read that finds nothing new doubles the wait before the next, up to this: a
+ * frame in data (a return address the unwinder made of a data word) stays a frame in data. */
+#define SUSPECT_WAIT_MAX_NS 1280000000ull
+
+/* The mappings may be stale (a frame's code in memory they say is not executable, or code in
+ * executable memory nobody published): the samples' re-check (proc_recheck) reads them, and the
+ * publications, again once suspect_wait_ns has passed since they were last read. */
+static inline void proc_suspect(struct proc *p)
+{
+    p->maps_suspect = true;
+    if (p->jit_due_ns > p->last_refresh_ns + p->suspect_wait_ns)
+        p->jit_due_ns = p->last_refresh_ns + p->suspect_wait_ns;
 }
 
 /* proc_maps.c: the mapping of ip (refreshing once when ip is outside all of them, loading its file on

@@ -45,7 +45,10 @@ static int load_gdbjit(struct proc *p)
 
 /* Re-reads the JIT publications; tables of replaced files are gone, and with them cached rows.
  * Cached names go (sym_gen) only when some address is named differently now. Schedules the next
- * timed re-check, if the target has anything to re-check. */
+ * timed re-check, if the target has anything to re-check. Code nobody published keeps the
+ * mappings suspect until a re-read finds something new: its jitdump may be mapped since they
+ * were read (a target met before it opened its jitdump), and the unwinder keeps the guess it
+ * cached for that code, so it would not ask again. */
 int proc_load_jit(struct proc *p)
 {
     uint64_t t0 = monotime_ns();
@@ -55,6 +58,7 @@ int proc_load_jit(struct proc *p)
         r = r2 < 0 ? r2 : (r > 0 || r2 > 0);
     }
     if (r > 0) {
+        p->jit_unknown = false;
         unwind_cache_clear(p->ucache);
         uint64_t g = jitsyms_names_gen(p->jit);
         if (g != p->jit_names_gen) {
@@ -66,6 +70,8 @@ int proc_load_jit(struct proc *p)
     if (every < JIT_RECHECK_NS)
         every = JIT_RECHECK_NS;
     p->jit_due_ns = jitsyms_sources(p->jit) || p->gdbjit.descriptor ? t1 + every : UINT64_MAX;
+    if (p->jit_unknown)
+        proc_suspect(p);
     return r == -ENOMEM ? r : 0;
 }
 
@@ -116,7 +122,11 @@ struct jitsym *proc_find_jit(struct proc *p, uint64_t ip, const struct map_entry
     struct jitsym *js = jitsyms_find(p->jit, ip);
     if (js || !e || (maps_is_file(e) && !e->deleted) || !(e->prot & MAPS_X))
         return js;
-    if (proc_now_ns() - p->last_jit_ns < REFRESH_MIN_NS || reload(p) < 0)
-        return NULL;
-    return jitsyms_find(p->jit, ip);
+    if (proc_now_ns() - p->last_jit_ns >= REFRESH_MIN_NS && reload(p) == 0)
+        js = jitsyms_find(p->jit, ip);
+    if (!js) {
+        p->jit_unknown = true;
+        proc_suspect(p);
+    }
+    return js;
 }

@@ -36,6 +36,7 @@ int proc_open(struct proc **out, pid_t pid, struct elfsym_cache *elf)
     p->pid = pid;
     p->elf = elf;
     p->mem_fd = -1; /* opened by proc_refresh, with root: from the directory the maps came from */
+    p->suspect_wait_ns = REFRESH_MIN_NS;
     tramp_init(&p->tramp);
     int err = jitsyms_new(&p->jit);
     if (!err)
@@ -265,9 +266,13 @@ int proc_recheck(struct proc *p, uint64_t now)
 {
     if (now < p->jit_due_ns)
         return 0;
-    if (p->maps_suspect) { /* proc_sym.c */
+    if (p->maps_suspect) { /* proc_suspect */
         uint64_t gen = p->sym_gen;
         int err = proc_refresh(p);
+        if (p->sym_gen != gen)
+            p->suspect_wait_ns = REFRESH_MIN_NS;
+        else if (p->suspect_wait_ns < SUSPECT_WAIT_MAX_NS)
+            p->suspect_wait_ns *= 2;
         return err == -ENOMEM ? err : p->sym_gen != gen;
     }
     return proc_recheck_jit(p, now);

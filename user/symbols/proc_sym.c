@@ -20,11 +20,8 @@ static int symbolize(struct proc *p, uint64_t ip, struct symres *out)
      * given now is cached until the generation changes, so the samples' re-check reads the
      * mappings again once the rate limit allows (proc_recheck). Not in proc_find_map: the
      * unwinder probes stack words that point into data. */
-    if (e && !(e->prot & MAPS_X) && !p->maps_suspect) {
-        p->maps_suspect = true;
-        if (p->jit_due_ns > p->last_refresh_ns + REFRESH_MIN_NS)
-            p->jit_due_ns = p->last_refresh_ns + REFRESH_MIN_NS;
-    }
+    if (e && !(e->prot & MAPS_X))
+        proc_suspect(p);
     const struct jitsym *js = proc_find_jit(p, ip, e);
     if (js && (!e || !maps_is_file(e) || e->deleted)) {
         out->name = js->name;

@@ -29,6 +29,8 @@ static int find_cfi(void *arg, uint64_t ip, const struct cfi_read_table **cfi, u
         *cfi = maps_is_file(e) ? NULL : tramp_ret_cfi(&p->tramp, p->mem_fd, ip, bias);
         return 0;
     }
+    if (e) /* code where the mappings say data: mapped or made executable since they were read */
+        proc_suspect(p);
     return -ENOENT;
 }
 
