@@ -3,8 +3,9 @@
 # the main → outer → middle → inner chain with line numbers and the share of two hot functions
 # (against the workload's own thread CPU time), 4 named worker threads under --threads, Python →
 # ctypes qsort → Python callback in that order, recursion 1000 deep, --stats reads_per_sample on a
-# steady stack, a function of the run's last 30 ms named, --python-only, and --no-bpf (one batched
-# read per sample; also with every capability dropped but CAP_SYS_PTRACE).
+# steady stack, a function of the run's last 30 ms named, a launched command's frames from its
+# start, --python-only, and --no-bpf (one batched read per sample; also with every capability
+# dropped but CAP_SYS_PTRACE).
 source "$(dirname "$0")/../lib.sh"
 need_root
 S="$BUILD/pyebpf-sample"
@@ -18,6 +19,7 @@ MAX_MARKER_PCT=5        # --python-only: samples with an honest marker frame (se
 MIN_ORDERED_PCT=99      # qsort: merged callback samples in caller;...;qsort;...;compare order
 MIN_QSORT_SAMPLES=10
 MAX_READS_PER_SAMPLE=1.0
+MAX_START_MERGE_PCT=5   # a 1 s launched command: merge errors (start-up stacks read at the drain)
 MIN_BATCHED_PCT=98      # --no-bpf: reads served by the one predicted batched call
 MIN_NOBPF_SAMPLES=100
 
@@ -47,6 +49,25 @@ for line in "${PYS[@]}"; do
         pass "$tag: share of inner vs hot_b $got (workload measured $want, $n samples)"
     else
         fail "$tag: share of inner vs hot_b" "profile $got over $n samples, workload $want"
+    fi
+
+    # A launched command from its start: its runtime is found before its main thread has a
+    # thread state, and that thread must still get its Python frames as soon as it has one
+    # (7-23 % of samples were merge errors with a known native stack in 3 runs of 4 on 3.11 and
+    # 3.14 while the thread was taken for a C thread for 200 ms; 0-2 % now: start-up stacks read
+    # at the drain). Not counted: an [unknown] native leaf, a sample drained after the target
+    # exited in a library it mapped since the collector last read its mappings (a known gap:
+    # docs/pyebpf-sample.md, output).
+    if "$S" -q --stats -F 999 -o "$d/start.folded" -- "$py" "$W" chain 1 > /dev/null 2> "$d/start.err"; then
+        n=$(stat_of python_stack_samples "$d/start.err")
+        e=$(awk '/\[merge error\]/ && !/\[unknown\]/ { e += $NF } END { print e + 0 }' "$d/start.folded")
+        if ge "${n:-0}" $MIN_SHARE_SAMPLES && share_le "$e" "$n" $MAX_START_MERGE_PCT; then
+            pass "$tag: a launched command from its start: $e merge errors with a known native stack in $n samples (<= $MAX_START_MERGE_PCT %)"
+        else
+            fail "$tag: a launched command from its start: merge errors" "$e of $n samples; merge_errors $(stat_of merge_errors "$d/start.err"), python_reads_late $(stat_of python_reads_late "$d/start.err")"
+        fi
+    else
+        fail "$tag: a launched command from its start" "$(head -c 300 "$d/start.err")"
     fi
 
     # --python-only: every frame is a Python frame

@@ -22,8 +22,11 @@ static const char *const marker_names[MARK_N] = {"[truncated]", "[native]", "[ke
 #define READ_REUSE_NS 1000000ull
 /* An on-CPU record drained from the sampler's ring later than this is older than the stack a
  * read now finds: its Python frames are left out (python_reads_late), not taken from another
- * instant. Four drain periods of a run that reads stacks at the drain (main.c). A dump's
- * records (no sampler) are of threads it holds still or read in the same pass. */
+ * instant, and its native frames stand as they are, as a sample's do before its process is
+ * known to be Python (not a merge error: nothing was paired). Most are the records drained
+ * with the one that attached a launched command, up to a start-up drain period old. Four drain
+ * periods of a run that reads stacks at the drain (main.c). A dump's records (no sampler) are
+ * of threads it holds still or read in the same pass. */
 #define READ_LATE_NS 20000000ull
 
 int collect_open(struct collector **out, const struct collect_opts *o, struct profile *prof)
@@ -164,6 +167,7 @@ static size_t python_frames(struct collector *c, struct collect_target *t, uint3
     uint64_t now;
     int n;
 
+    c->py_late = false;
     if (!t->ps)
         return 0;
     if (ev && c->pk && pykernel_has_chain(ev)) {
@@ -194,6 +198,7 @@ static size_t python_frames(struct collector *c, struct collect_target *t, uint3
         if (c->sampler && ev && !(ev->flags & SAMPLE_F_OFFCPU) && now > ev->time_ns &&
             now - ev->time_ns > READ_LATE_NS) {
             c->st.python_reads_late++;
+            c->py_late = true;
             n = 0;
         }
     }
@@ -375,7 +380,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
                 return (int)f;
             c->frames[n++] = (uint32_t)f;
         }
-    } else if (t->ps) {
+    } else if (t->ps && !c->py_late) {
         m = merge_stack(&t->merge, c->native, nu, c->py, np, pyflags, c->merged,
                         COLLECT_MAX_DEPTH + COLLECT_MAX_PY + 1, &merr);
         if (m < 0)

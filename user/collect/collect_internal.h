@@ -53,6 +53,7 @@ struct collector {
     uint32_t *frames;                     /* scratch: one stack */
     uint64_t *ips;                        /* scratch: native unwind */
     bool truncated;                       /* the last unwind stopped at a depth limit */
+    bool py_late;                         /* the last sample's Python frames were left out (late) */
     uint32_t *native;                     /* scratch: native frames, leaf first */
     uint32_t *merged;                     /* scratch: merged user frames, leaf first */
     struct pystack_frame *py;             /* scratch: Python frames, leaf first */

@@ -113,6 +113,18 @@ int pystack_refresh_threads(struct pystack *ps)
     return 0;
 }
 
+/* Whether a tid the walk did not find is a thread that is not Python: the interpreter has
+ * thread states, each bound to its thread. Before that (a process met as it starts: the runtime
+ * is there, the main thread's state is not yet, or not yet bound) every tid may be the next
+ * one's, and the main thread would lose its frames for NOT_PYTHON_NS. */
+static bool all_bound(const struct pystack *ps)
+{
+    for (uint32_t k = 0; k < ps->nslots; k++)
+        if (!ps->slots[k].tid)
+            return false;
+    return ps->nslots > 0;
+}
+
 /* L1, then L2, then a refresh. Returns the slot index or -ESRCH. */
 int pystack_thread_slot(struct pystack *ps, pid_t tid)
 {
@@ -145,7 +157,8 @@ int pystack_thread_slot(struct pystack *ps, pid_t tid)
             return rc;
         s = slot_find(ps, tid);
         if (s < 0) {
-            ps->nonpy[ps->nonpy_next++ % NOT_PYTHON_SLOTS] = (struct nonpy){tid, now};
+            if (all_bound(ps))
+                ps->nonpy[ps->nonpy_next++ % NOT_PYTHON_SLOTS] = (struct nonpy){tid, now};
             return -ESRCH;
         }
     }
