@@ -19,7 +19,7 @@ MAX_MARKER_PCT=5        # --python-only: samples with an honest marker frame (se
 MIN_ORDERED_PCT=99      # qsort: merged callback samples in caller;...;qsort;...;compare order
 MIN_QSORT_SAMPLES=10
 MAX_READS_PER_SAMPLE=1.0
-MAX_START_MERGE_PCT=5   # a 1 s launched command: merge errors (start-up stacks read at the drain)
+MAX_START_MERGE_PCT=8   # a 1 s launched command: merge errors (start-up stacks read at the drain)
 MIN_BATCHED_PCT=98      # --no-bpf: reads served by the one predicted batched call
 MIN_NOBPF_SAMPLES=100
 
@@ -51,20 +51,19 @@ for line in "${PYS[@]}"; do
         fail "$tag: share of inner vs hot_b" "profile $got over $n samples, workload $want"
     fi
 
-    # A launched command from its start: its runtime is found before its main thread has a
-    # thread state, and that thread must still get its Python frames as soon as it has one
-    # (7-23 % of samples were merge errors with a known native stack in 3 runs of 4 on 3.11 and
-    # 3.14 while the thread was taken for a C thread for 200 ms; 0-2 % now: start-up stacks read
-    # at the drain). Not counted: an [unknown] native leaf, a sample drained after the target
-    # exited in a library it mapped since the collector last read its mappings (a known gap:
-    # docs/pyebpf-sample.md, output).
+    # A launched command from its start to its end: its runtime is found before its main thread
+    # has a thread state, and that thread must still get its Python frames as soon as it has one
+    # (7-23 % of samples were merge errors in 3 runs of 4 on 3.11 and 3.14 while the thread was
+    # taken for a C thread for 200 ms); the records drained after it exited are named from its
+    # mappings (up to 25 % [unknown];[merge error] on 3.11 and 3.13 when a re-read of the
+    # mappings of the exited process emptied them). 0-2.5 % now: start-up stacks read at the drain.
     if "$S" -q --stats -F 999 -o "$d/start.folded" -- "$py" "$W" chain 1 > /dev/null 2> "$d/start.err"; then
         n=$(stat_of python_stack_samples "$d/start.err")
-        e=$(awk '/\[merge error\]/ && !/\[unknown\]/ { e += $NF } END { print e + 0 }' "$d/start.folded")
+        e=$(stat_of merge_errors "$d/start.err")
         if ge "${n:-0}" $MIN_SHARE_SAMPLES && share_le "$e" "$n" $MAX_START_MERGE_PCT; then
-            pass "$tag: a launched command from its start: $e merge errors with a known native stack in $n samples (<= $MAX_START_MERGE_PCT %)"
+            pass "$tag: a launched command from its start: $e merge errors in $n samples (<= $MAX_START_MERGE_PCT %)"
         else
-            fail "$tag: a launched command from its start: merge errors" "$e of $n samples; merge_errors $(stat_of merge_errors "$d/start.err"), python_reads_late $(stat_of python_reads_late "$d/start.err")"
+            fail "$tag: a launched command from its start: merge errors" "$e of $n samples ($(grep -c '\[unknown\];\[merge error\]' "$d/start.folded") stacks [unknown];[merge error]); python_reads_late $(stat_of python_reads_late "$d/start.err")"
         fi
     else
         fail "$tag: a launched command from its start" "$(head -c 300 "$d/start.err")"

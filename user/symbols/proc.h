@@ -41,7 +41,8 @@ struct elfsym_cache;
 int proc_open(struct proc **out, pid_t pid, struct elfsym_cache *elf);
 void proc_close(struct proc *p);
 
-/* Re-reads /proc/PID/maps and the target's JIT publications (jitdump, perf map, GDB JIT list). */
+/* Re-reads /proc/PID/maps and the target's JIT publications (jitdump, perf map, GDB JIT list).
+ * -ESRCH, the mappings kept, once the process has exited (it has none left). */
 int proc_refresh(struct proc *p);
 
 struct proc_stats {

@@ -130,6 +130,13 @@ int proc_refresh(struct proc *p)
     int err = maps_read_at(&m, p->pid, dir, sizeof(dir));
     if (err)
         return err;
+    if (!m.n && p->maps.n) {
+        /* The process exited (a zombie has no mappings): the records drained after its exit
+         * are named from the mappings it had, not from none. */
+        maps_free(&m);
+        p->last_refresh_ns = proc_now_ns();
+        return -ESRCH;
+    }
     use_dir(p, dir);
     struct mod *mods = calloc(m.n ? m.n : 1, sizeof(*mods));
     if (!mods) {
