@@ -119,7 +119,7 @@ case_rate() {
     dur=$(q 3 10)
     for hz in 1000 5000 10000 20000; do
         local st=$OUT/rate.$hz.stats
-        nice -n -10 "$SAMPLE" -q --stats -F "$hz" -d "$dur" -o "$OUT/rate.$hz.folded" -- "$BUILD/progs/callgraph" "$((dur + 5))" 2 \
+        nice -n -10 "$SAMPLE" -q --bpf-stats -F "$hz" -d "$dur" -o "$OUT/rate.$hz.folded" -- "$BUILD/progs/callgraph" "$((dur + 5))" 2 \
             > /dev/null 2> "$st"
         local s lost matched cpu loop dus
         s=$(stat_of samples "$st")
@@ -175,7 +175,7 @@ case_slowdown() {
 }
 
 # 4b. In-target cost per sample, counted. The perf_event program runs in the sampled thread's
-#     context; its run time and runs come from the kernel's BPF statistics (--stats turns them on
+#     context; its run time and runs come from the kernel's BPF statistics (--bpf-stats turns them on
 #     with BPF_ENABLE_STATS for its own run only, the same counters `sysctl kernel.bpf_stats_enabled=1`
 #     + `bpftool prog show` give, without touching the sysctl). The event is CPU-wide, so runs on
 #     other processes (the target filter alone) are in the total: their cost per run is measured in
@@ -185,12 +185,12 @@ case_slowdown() {
 #     whole time one sample takes from the target (interrupt, perf event, BPF program) =
 #     (gap time - gap time alone) / (gaps - gaps alone); predicted slowdown = that x rate.
 #     Rounds interleave every configuration; each line gives the median and the per-round values.
-bpfcost_run() { # bpfcost_run KEY MISS_NS [top] SAMPLER-ARGS... : one --stats run at 1 kHz, one value
+bpfcost_run() { # bpfcost_run KEY MISS_NS [top] SAMPLER-ARGS... : one --bpf-stats run at 1 kHz, one value
     local key=$1 miss=$2 st=$OUT/bpfcost.$1.stats sub=()
     shift 2
     # `top` (its screen to /dev/null): the program also marks each sample's GIL holder
     [ "${1:-}" = top ] && { sub=(top); shift; }
-    "$SAMPLE" "${sub[@]}" -q --stats -F 1000 -o "$st.folded" "$@" > /dev/null 2> "$st"
+    "$SAMPLE" "${sub[@]}" -q --bpf-stats -F 1000 -o "$st.folded" "$@" > /dev/null 2> "$st"
     local runs ns matched
     runs=$(stat_of bpf_runs "$st")
     ns=$(stat_of bpf_ns_per_run "$st")
@@ -236,7 +236,7 @@ case_bpfcost() {
         st=$OUT/bpfcost.miss.stats
         sleep $((dur + 10)) &
         local spid=$!
-        "$SAMPLE" -q --stats -F 1000 -d "$dur" -o "$st.folded" "$spid" > /dev/null 2> "$st"
+        "$SAMPLE" -q --bpf-stats -F 1000 -d "$dur" -o "$st.folded" "$spid" > /dev/null 2> "$st"
         kill "$spid"
         wait "$spid" 2> /dev/null
         miss=$(stat_of bpf_ns_per_run "$st")

@@ -36,6 +36,7 @@ struct cli_options {
     bool threads;
     bool children;
     bool stats;
+    bool bpf_stats; /* --bpf-stats: the kernel times the program (implies stats) */
     bool quiet;
     bool verbose;
     bool no_bpf;          /* timer-driven Python sampling from user space, no BPF, no perf events */

@@ -212,7 +212,7 @@ static int open_sampler(struct run *r)
         .kernel_stack = o->kernel,
         .user_fp_stack = o->unwind == UNWIND_FP, /* auto walks frame pointers in the copy */
         .children = o->children,
-        .prog_stats = o->stats,
+        .prog_stats = o->bpf_stats,
         .launch = o->command != NULL,
         .ring_size = o->ring_size,
         .verbose = o->verbose,

@@ -64,7 +64,7 @@ steady() {
     # Two runs, 1 s and 4 s: the difference of their remote reads is the steady part (each run
     # attaches anew and reads the runtime, the thread list and the code objects once).
     "$S" -q -F 199 -d 1 --python-only --stats -o "$f.short.folded" "$pid" 2> "$f.short.stats"
-    "$S" -q -F 199 -d 4 --python-only --stats -o "$f.folded" "$pid" 2> "$f.stats"
+    "$S" -q -F 199 -d 4 --python-only --bpf-stats -o "$f.folded" "$pid" 2> "$f.stats"
     "$S" -q -F 99 -d 2 --no-bpf --stats -o "$f.remote.folded" "$pid" 2> "$f.remote.stats"
     kill "$pid" 2> /dev/null
     wait "$pid" 2> /dev/null
@@ -124,7 +124,7 @@ deep() {
     "$py" "$TMP/deep.py" "$d" 60 > "$f.out" & # until killed below
     pid=$!
     wait_line 30 "$f.out" READY # the recursion is DEPTH deep
-    "$S" -q -F 199 -d 3 --python-only --stats -o "$f.folded" "$pid" 2> "$f.stats"
+    "$S" -q -F 199 -d 3 --python-only --bpf-stats -o "$f.folded" "$pid" 2> "$f.stats"
     kill "$pid" 2> /dev/null
     wait "$pid" 2> /dev/null
     echo "# depth $d: in_kernel=$(stat_of python_samples_in_kernel "$f.stats")" \
