@@ -13,7 +13,10 @@
 #include "util/monotime.h"
 
 /* A target that is not Python yet may be a launched command before its exec, or an
- * interpreter still starting: attaching is retried this often, for this long. */
+ * interpreter still starting: attaching is retried this often, for this long, and at once when
+ * its mappings changed (the exec, libpython loaded): a launched command sampled before its
+ * exec otherwise had no Python frames for 250 ms, a started thread's first second-long sleep
+ * among them. */
 #define PY_RETRY_NS  250000000ull
 #define PY_WINDOW_NS 3000000000ull
 
@@ -55,7 +58,7 @@ void collect_attach_python(struct collector *c, struct collect_target *t)
     now = monotime_ns();
     if (t->py == PY_UNTRIED)
         t->py_first_ns = now;
-    else if (now < t->py_next_ns)
+    else if (now < t->py_next_ns && (!t->proc || proc_generation(t->proc) == t->py_gen))
         return;
     if (!c->opts.python) {
         r = runtime_attach(t, err, sizeof(err));
@@ -83,6 +86,7 @@ void collect_attach_python(struct collector *c, struct collect_target *t)
     if (now - t->py_first_ns < PY_WINDOW_NS && r != -ESRCH) {
         t->py = PY_RETRY;
         t->py_next_ns = now + PY_RETRY_NS;
+        t->py_gen = t->proc ? proc_generation(t->proc) : 0;
         return;
     }
     t->py = PY_NONE;

@@ -101,28 +101,22 @@ int pystack_refresh_threads(struct pystack *ps)
     uint32_t *idx = calloc(icap, sizeof(*idx));
     if (!idx)
         return -ENOMEM;
+    ps->slots_bound = n > 0;
     for (uint32_t k = 0; k < n; k++) {
         uint32_t i = tid_hash(nslots[k].tid, icap);
-        while (idx[i])
+        while (idx[i]) {
+            if (nslots[idx[i] - 1].tid == nslots[k].tid)
+                ps->slots_bound = false; /* two states name one thread: one is not bound yet */
             i = (i + 1) & (icap - 1);
+        }
         idx[i] = k + 1;
+        if (!nslots[k].tid)
+            ps->slots_bound = false;
     }
     free(ps->idx);
     ps->idx = idx;
     ps->idx_cap = icap;
     return 0;
-}
-
-/* Whether a tid the walk did not find is a thread that is not Python: the interpreter has
- * thread states, each bound to its thread. Before that (a process met as it starts: the runtime
- * is there, the main thread's state is not yet, or not yet bound) every tid may be the next
- * one's, and the main thread would lose its frames for NOT_PYTHON_NS. */
-static bool all_bound(const struct pystack *ps)
-{
-    for (uint32_t k = 0; k < ps->nslots; k++)
-        if (!ps->slots[k].tid)
-            return false;
-    return ps->nslots > 0;
 }
 
 /* L1, then L2, then a refresh. Returns the slot index or -ESRCH. */
@@ -157,7 +151,13 @@ int pystack_thread_slot(struct pystack *ps, pid_t tid)
             return rc;
         s = slot_find(ps, tid);
         if (s < 0) {
-            if (all_bound(ps))
+            /* Taken for a C thread only when the interpreter has thread states, each naming a
+             * thread of its own. Before that any tid may be the next state's: a process met as
+             * it starts (its runtime there, its main thread's state not yet, or not bound yet:
+             * 3.12+ binds it after making it), and a thread just started, whose state still
+             * names its creator (3.11) or none; NOT_PYTHON_NS would take their first frames
+             * (a launched command's main thread; a thread's first sleep, a second long). */
+            if (ps->slots_bound)
                 ps->nonpy[ps->nonpy_next++ % NOT_PYTHON_SLOTS] = (struct nonpy){tid, now};
             return -ESRCH;
         }
