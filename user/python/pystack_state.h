@@ -63,7 +63,7 @@ struct pystack {
     struct thread_slot *slots;
     uint32_t nslots;
     uint32_t *idx, idx_cap; /* tid hash → slot + 1 */
-    bool slots_bound;       /* every slot's thread state names a thread of its own (all_bound) */
+    bool slots_bound;       /* every slot's thread state names a thread of its own */
     /* per-sample scratch, sized for max_depth */
     struct remote_seg *segs;
     uint8_t *fbuf, *hbuf;

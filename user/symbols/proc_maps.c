@@ -132,9 +132,11 @@ int proc_refresh(struct proc *p)
         return err;
     if (!m.n && p->maps.n) {
         /* The process exited (a zombie has no mappings): the records drained after its exit
-         * are named from the mappings it had, not from none. */
+         * are named from the mappings it had, not from none, and nothing is re-checked. */
         maps_free(&m);
         p->last_refresh_ns = proc_now_ns();
+        p->maps_suspect = false;
+        p->jit_due_ns = UINT64_MAX;
         return -ESRCH;
     }
     use_dir(p, dir);
