@@ -142,7 +142,36 @@ struct found {
     uint64_t runtime_vaddr, section_vaddr, version_vaddr, codetype_vaddr, jitdesc_vaddr;
 };
 
-/* Looks up the symbols and the .PyRuntime section of one ELF file. */
+/* Takes the wanted symbols from one symbol table. */
+static void scan_symbols(Elf *e, Elf_Scn *s, struct found *f)
+{
+    GElf_Shdr sh;
+    Elf_Data *d;
+
+    if (!s || !gelf_getshdr(s, &sh) || !sh.sh_entsize || !(d = elf_getdata(s, NULL)))
+        return;
+    for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+        GElf_Sym sym;
+        if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
+            continue;
+        const char *sn = elf_strptr(e, sh.sh_link, sym.st_name);
+        if (!sn || (sn[0] != '_' && sn[0] != 'P'))
+            continue;
+        if (strcmp(sn, "_PyRuntime") == 0)
+            f->runtime_vaddr = sym.st_value;
+        else if (strcmp(sn, "Py_Version") == 0)
+            f->version_vaddr = sym.st_value;
+        else if (strcmp(sn, "PyCode_Type") == 0)
+            f->codetype_vaddr = sym.st_value;
+        else if (strcmp(sn, "__jit_debug_descriptor") == 0)
+            f->jitdesc_vaddr = sym.st_value;
+    }
+}
+
+/* Looks up the symbols and the .PyRuntime section of one ELF file. The dynamic symbols come
+ * first: CPython exports what is wanted, and they are a tenth of the full table, which a
+ * non-stripped libpython has in megabytes (read whole, it was a tenth of the collector's
+ * setup); the full table is read only when an export is missing. */
 static int scan_elf(const char *path, struct found *f, Elf **keep, int *fd_out)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -159,6 +188,7 @@ static int scan_elf(const char *path, struct found *f, Elf **keep, int *fd_out)
     if (elf_getshdrstrndx(e, &shstrndx) != 0)
         shstrndx = 0;
     *f = (struct found){0};
+    Elf_Scn *dynsym = NULL, *symtab = NULL;
     for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
         GElf_Shdr sh;
         if (!gelf_getshdr(s, &sh))
@@ -166,28 +196,14 @@ static int scan_elf(const char *path, struct found *f, Elf **keep, int *fd_out)
         const char *name = elf_strptr(e, shstrndx, sh.sh_name);
         if (name && strcmp(name, ".PyRuntime") == 0)
             f->section_vaddr = sh.sh_addr;
-        if (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB)
-            continue;
-        Elf_Data *d = elf_getdata(s, NULL);
-        if (!d || !sh.sh_entsize)
-            continue;
-        for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-            GElf_Sym sym;
-            if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
-                continue;
-            const char *sn = elf_strptr(e, sh.sh_link, sym.st_name);
-            if (!sn || (sn[0] != '_' && sn[0] != 'P'))
-                continue;
-            if (strcmp(sn, "_PyRuntime") == 0)
-                f->runtime_vaddr = sym.st_value;
-            else if (strcmp(sn, "Py_Version") == 0)
-                f->version_vaddr = sym.st_value;
-            else if (strcmp(sn, "PyCode_Type") == 0)
-                f->codetype_vaddr = sym.st_value;
-            else if (strcmp(sn, "__jit_debug_descriptor") == 0)
-                f->jitdesc_vaddr = sym.st_value;
-        }
+        if (sh.sh_type == SHT_DYNSYM && !dynsym)
+            dynsym = s;
+        else if (sh.sh_type == SHT_SYMTAB && !symtab)
+            symtab = s;
     }
+    scan_symbols(e, dynsym, f);
+    if (!f->runtime_vaddr || !f->version_vaddr || !f->codetype_vaddr)
+        scan_symbols(e, symtab, f);
     if (!f->runtime_vaddr && !f->section_vaddr) {
         elf_end(e);
         close(fd);
