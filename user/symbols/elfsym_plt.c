@@ -40,7 +40,32 @@ static int cmp_slot(const void *a, const void *b)
     return x->got < y->got ? -1 : x->got > y->got;
 }
 
-/* GOT slots named by the dynamic relocations against .dynsym (and IRELATIVE ones). */
+/* How many relocations at the start of the table at `addr` are RELATIVE: the dynamic section
+ * says it (DT_RELACOUNT) for the table it points at (DT_RELA). 0 when it does not. */
+static size_t relative_count(Elf *e, uint64_t addr)
+{
+    uint64_t rela = 0, count = 0;
+
+    for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
+        GElf_Shdr sh;
+        Elf_Data *d;
+        if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_DYNAMIC || !(d = elf_getdata(s, NULL)) || !d->d_buf)
+            continue;
+        const Elf64_Dyn *dyn = d->d_buf;
+        for (size_t i = 0; i < d->d_size / sizeof(*dyn) && dyn[i].d_tag != DT_NULL; i++) {
+            if (dyn[i].d_tag == DT_RELA)
+                rela = dyn[i].d_un.d_ptr;
+            else if (dyn[i].d_tag == DT_RELACOUNT)
+                count = dyn[i].d_un.d_val;
+        }
+        break;
+    }
+    return rela == addr ? (size_t)count : 0;
+}
+
+/* GOT slots named by the dynamic relocations against .dynsym (and IRELATIVE ones). The
+ * RELATIVE relocations a linker puts first are skipped unread: a shared library has tens of
+ * thousands of them (libpython: 900 KiB), and none names a function. */
 static int read_slots(Elf *e, struct slot **out, size_t *nout)
 {
     struct slot *v = NULL;
@@ -54,31 +79,32 @@ static int read_slots(Elf *e, struct slot **out, size_t *nout)
         bool dynsym = sh.sh_link && (ls = elf_getscn(e, sh.sh_link)) && gelf_getshdr(ls, &lsh) &&
                       lsh.sh_type == SHT_DYNSYM;
         Elf_Data *d = elf_getdata(s, NULL), *sd = dynsym ? elf_getdata(ls, NULL) : NULL;
-        size_t cnt = d ? d->d_size / sizeof(Elf64_Rela) : 0;
+        size_t cnt = d ? d->d_size / sizeof(Elf64_Rela) : 0, first = relative_count(e, sh.sh_addr);
+        if (first >= cnt)
+            continue;
         if (!d || !cnt || cnt > SIZE_MAX / sizeof(*v) - n)
             continue;
-        struct slot *nv = realloc(v, (n + cnt) * sizeof(*v));
+        struct slot *nv = realloc(v, (n + cnt - first) * sizeof(*v));
         if (!nv) {
             free(v);
             return -ENOMEM;
         }
         v = nv;
-        for (size_t i = 0; i < cnt; i++) {
-            GElf_Rela r;
-            GElf_Sym sym;
-            if (!gelf_getrela(d, (int)i, &r))
-                continue;
-            unsigned long type = GELF_R_TYPE(r.r_info), idx = GELF_R_SYM(r.r_info);
+        /* read in place (a 64-bit file in memory): gelf_getrela per entry cost more */
+        const Elf64_Rela *rel = d->d_buf;
+        const Elf64_Sym *syms = sd && sd->d_buf ? sd->d_buf : NULL;
+        size_t nsyms = syms ? sd->d_size / sizeof(Elf64_Sym) : 0;
+        for (size_t i = first; rel && i < cnt; i++) {
+            unsigned long type = ELF64_R_TYPE(rel[i].r_info), idx = ELF64_R_SYM(rel[i].r_info);
             if (type == R_X86_64_IRELATIVE) {
-                v[n++] = (struct slot){r.r_offset, NULL, (uint64_t)r.r_addend};
+                v[n++] = (struct slot){rel[i].r_offset, NULL, (uint64_t)rel[i].r_addend};
                 continue;
             }
-            if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !sd || !idx || idx > INT_MAX ||
-                !gelf_getsym(sd, (int)idx, &sym))
+            if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !idx || idx >= nsyms)
                 continue;
-            const char *name = elf_strptr(e, lsh.sh_link, sym.st_name);
+            const char *name = elf_strptr(e, lsh.sh_link, syms[idx].st_name);
             if (name && *name)
-                v[n++] = (struct slot){r.r_offset, name, 0};
+                v[n++] = (struct slot){rel[i].r_offset, name, 0};
         }
     }
     if (n > 1)
