@@ -7,7 +7,7 @@
 
 # The collector's whole per-sample pipeline, shared by the tests of collect/ and what drives it.
 UNIT_COLLECT := user/collect/offcpu user/capture/remote user/capture/sampler user/capture/sampler_err user/capture/kbtf user/collect/collect user/collect/collect_target user/collect/gil \
-                user/collect/fcache user/collect/merge user/profile/profile \
+                user/collect/fcache user/collect/merge user/collect/scache user/profile/profile \
                 user/python/linetable user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack user/python/pyeval \
                 user/python/pykernel user/python/pyrt user/python/pyrt_debug user/python/pystack user/python/pystack_predict user/python/pystack_threads user/python/pythreads \
                 user/symbols/elfsym user/symbols/elfsym_plt user/symbols/jitdump_read \

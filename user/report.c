@@ -57,6 +57,8 @@ static void print_stats(struct stats out, struct run *r)
     stats_count(out, "frame_cache_hits", cs.frame_cache_hits);
     stats_count(out, "frame_cache_misses", cs.frame_cache_misses);
     stats_count(out, "frame_cache_flushes", cs.frame_cache_flushes);
+    stats_count(out, "sample_cache_hits", cs.sample_cache_hits);
+    stats_count(out, "sample_cache_misses", cs.sample_cache_misses);
     stats_count(out, "kernel_stack_errors", cs.kernel_errors);
     stats_count(out, "stack_copy_errors", sc->copy_err);
     stats_count(out, "stack_copy_retries", sc->copy_retry);

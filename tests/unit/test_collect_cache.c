@@ -1,7 +1,8 @@
-/* Unit tests for the collector's caches: user/collect/fcache.c on its own, the stack cache of
- * profile_add, and the frame cache inside collect_sample on records of this very process (and of
- * a forked child), including every way an address's name can change: JIT regions published late
- * or republished at the same address (a reused code slot), mappings replaced, another process. */
+/* Unit tests for the collector's caches: fcache.c and scache.c on their own, the stack cache of
+ * profile_add, and the sample and frame caches inside collect_sample on records of this very
+ * process (and of a forked child), including every way an address's name can change: JIT regions
+ * published late or republished at the same address (a reused code slot), mappings replaced,
+ * another process. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -21,6 +22,7 @@
 
 #include "collect/collect.h"
 #include "collect/fcache.h"
+#include "collect/scache.h"
 
 /* -- fcache on its own ----------------------------------------------------------------- */
 
@@ -147,6 +149,78 @@ static void test_fcache_grows(void **state)
         assert_int_equal(frame, (uint32_t)i);
     }
     fcache_free(&fc);
+}
+
+/* -- scache on its own ----------------------------------------------------------------- */
+
+static const uint32_t frames_a[3] = {10, 11, 12};
+
+static void put_twice(struct scache *sc, uint64_t gen, const struct scache_key *k, uint64_t h,
+                      const uint32_t *fr, size_t n)
+{
+    struct scache_val v = {.frames = fr, .nframes = n, .py_frames = 1, .merged = true};
+    assert_int_equal(scache_put(sc, gen, k, h, &v), 0);
+    assert_int_equal(scache_put(sc, gen, k, h, &v), 0);
+}
+
+/* Kept at its second build, answered whole, compared whole: the same hash with another key, or
+ * another Python frame, is a miss; another generation empties it. */
+static void test_scache_keeps_compares_and_flushes(void **state)
+{
+    (void)state;
+    struct scache sc = {0};
+    uint64_t ips[2] = {0x1000, 0x2000}, other[2] = {0x1000, 0x2008};
+    struct pystack_raw py[1] = {{.code = 0x7000, .instr = 0x7010, .ident = 5, .owner = 0, .is_entry = true}};
+    struct scache_key k = {.ips = ips, .nips = 2, .py = py, .npy = 1, .flags = 2};
+    struct scache_val v, once = {.frames = frames_a, .nframes = 3};
+    uint64_t h = scache_hash(&k);
+
+    assert_false(scache_get(&sc, 1, &k, h, &v));
+    assert_int_equal(scache_put(&sc, 1, &k, h, &once), 0); /* first build: only noted */
+    assert_false(scache_get(&sc, 1, &k, h, &v));
+    put_twice(&sc, 1, &k, h, frames_a, 3);
+    assert_true(scache_get(&sc, 1, &k, h, &v));
+    assert_int_equal(v.nframes, 3);
+    assert_memory_equal(v.frames, frames_a, sizeof(frames_a));
+    assert_int_equal(v.py_frames, 1);
+    assert_true(v.merged);
+    assert_false(v.truncated);
+
+    struct scache_key k2 = k;
+    k2.ips = other;
+    assert_false(scache_get(&sc, 1, &k2, h, &v)); /* forced to the same hash: the key decides */
+    struct pystack_raw py2[1] = {py[0]};
+    py2[0].instr += 2;
+    k2 = k;
+    k2.py = py2;
+    assert_false(scache_get(&sc, 1, &k2, h, &v));
+    k2 = k;
+    k2.flags = 6;
+    assert_false(scache_get(&sc, 1, &k2, h, &v));
+
+    assert_false(scache_get(&sc, 2, &k, h, &v)); /* the addresses mean something else now */
+    assert_int_equal(sc.flushes, 1);
+    assert_int_equal(sc.hits, 1);
+    scache_free(&sc);
+}
+
+/* Direct-mapped: a stack that lands on a kept one's slot takes it once it is built twice. */
+static void test_scache_slot_taken(void **state)
+{
+    (void)state;
+    struct scache sc = {0};
+    uint64_t a[1] = {0x1000}, b[1] = {0x3000};
+    struct scache_key ka = {.ips = a, .nips = 1}, kb = {.ips = b, .nips = 1};
+    uint64_t ha = scache_hash(&ka), hb = ha + ((uint64_t)1 << SCACHE_BITS); /* same slot */
+    struct scache_val v;
+    static const uint32_t frames_b[1] = {99};
+
+    put_twice(&sc, 1, &ka, ha, frames_a, 3);
+    put_twice(&sc, 1, &kb, hb, frames_b, 1);
+    assert_false(scache_get(&sc, 1, &ka, ha, &v));
+    assert_true(scache_get(&sc, 1, &kb, hb, &v));
+    assert_int_equal(v.frames[0], 99);
+    scache_free(&sc);
 }
 
 /* -- profile_add's stack cache ------------------------------------------------------------- */
@@ -371,6 +445,7 @@ static void test_warm_samples_hit(void **state)
     assert_int_equal(s2.frame_cache_hits - s1.frame_cache_hits, 10);
     assert_int_equal(s2.frame_cache_misses, s1.frame_cache_misses);
     assert_int_equal(s2.unknown_frames, 6); /* counted on every use, cached or not */
+    assert_int_equal(s2.sample_cache_hits, 0); /* a stack with an unknown frame is not kept whole */
 }
 
 /* One address, two meanings: a leaf at a region's start is that region; as a return address the
@@ -391,7 +466,10 @@ static void test_leaf_and_return_address_differ(void **state)
         sample(f, ret, 2, t, sizeof(t));
         assert_string_equal(t, "jit_one;jit_one");
     }
-    assert_int_equal(stats(f).frame_cache_hits, 6); /* all but the first of each key */
+    /* the second round from the frame cache (all but the first of each key), the third whole
+     * from the sample cache, which keeps a stack the second time it is built */
+    assert_int_equal(stats(f).frame_cache_hits, 3);
+    assert_int_equal(stats(f).sample_cache_hits, 2);
 }
 
 /* A reused code slot: the same start published again under another name (a later perf map line
@@ -405,11 +483,11 @@ static void test_republished_region_is_renamed(void **state)
 
     perfmap_add(f->perfmap, base, 0x100, "py::old:/a.py");
     open_collector(f, false);
-    sample(f, ips, 1, t, sizeof(t));
-    assert_string_equal(t, "py::old:/a.py");
-    sample(f, ips, 1, t, sizeof(t));
-    assert_string_equal(t, "py::old:/a.py");
-    assert_int_equal(stats(f).frame_cache_hits, 1);
+    for (int i = 0; i < 3; i++) {
+        sample(f, ips, 1, t, sizeof(t));
+        assert_string_equal(t, "py::old:/a.py");
+    }
+    assert_int_equal(stats(f).sample_cache_hits, 1);
 
     perfmap_add(f->perfmap, base, 0x100, "py::new:/b.py");
     past_refresh_limit();
@@ -417,7 +495,7 @@ static void test_republished_region_is_renamed(void **state)
     sample(f, fresh, 1, t, sizeof(t));
     assert_string_equal(t, "[unknown]");
     sample(f, ips, 1, t, sizeof(t));
-    assert_string_equal(t, "py::new:/b.py");
+    assert_string_equal(t, "py::new:/b.py"); /* the whole sample was remembered too: both caches let go */
     assert_true(stats(f).frame_cache_flushes >= 1);
 }
 
@@ -541,7 +619,7 @@ static void test_other_process_other_name(void **state)
         sample_pid(f, f->child, ips, 1, t, sizeof(t));
         assert_string_equal(t, "child_fn");
     }
-    assert_int_equal(stats(f).frame_cache_hits, 4);
+    assert_int_equal(stats(f).sample_cache_hits, 2); /* one cache per process: the third round */
 }
 
 /* Kernel frames are cached too (kallsyms is read once). */
@@ -580,6 +658,8 @@ int main(void)
         cmocka_unit_test(test_fcache_generation_empties_it),
         cmocka_unit_test(test_fcache_full_bucket_drops_oldest),
         cmocka_unit_test(test_fcache_grows),
+        cmocka_unit_test(test_scache_keeps_compares_and_flushes),
+        cmocka_unit_test(test_scache_slot_taken),
         cmocka_unit_test(test_profile_stack_cache_counts),
         cmocka_unit_test(test_profile_stack_cache_many),
         cmocka_unit_test_setup_teardown(test_warm_samples_hit, setup, teardown),

@@ -262,7 +262,7 @@ static void chain(void **state)
             int nraw = raw_chain(t->pid, ps, t->exp[0].tid, raw, 64);
             assert_true(nraw >= n);
             struct remote_stats before = *pystack_remote_stats(ps);
-            assert_int_equal(pystack_symbolize(ps, raw, (size_t)nraw, false, sym, 64), n);
+            assert_int_equal(pystack_symbolize(ps, raw, (size_t)nraw, false, sym, 64, NULL), n);
             assert_true(pystack_remote_stats(ps)->calls - before.calls <= 1);
             for (int i = 0; i < n; i++) {
                 assert_int_equal(sym[i].frame, fr[i].frame);
@@ -272,10 +272,10 @@ static void chain(void **state)
              * the first call fills each (address, ident) entry, the next ones read no memory. */
             for (int i = 0; i < nraw; i++)
                 raw[i].ident = code_ident(t->pid, pystack_runtime(ps), raw[i].code);
-            assert_int_equal(pystack_symbolize(ps, raw, (size_t)nraw, false, sym, 64), n);
+            assert_int_equal(pystack_symbolize(ps, raw, (size_t)nraw, false, sym, 64, NULL), n);
             before = *pystack_remote_stats(ps);
             for (int k = 0; k < 10; k++) {
-                assert_int_equal(pystack_symbolize(ps, raw, (size_t)nraw, false, sym, 64), n);
+                assert_int_equal(pystack_symbolize(ps, raw, (size_t)nraw, false, sym, 64, NULL), n);
                 for (int i = 0; i < n; i++)
                     assert_int_equal(sym[i].frame, fr[i].frame);
             }
@@ -589,12 +589,14 @@ static void forged(void **state)
     struct pystack_raw kr = {.code = code, .instr = code + L->co_code_adaptive};
     struct pystack_frame kf[2];
     kr.ident = code_ident(pid, rt, code);
-    assert_int_equal(pystack_symbolize(ps, &kr, 1, false, kf, 2), 1);
+    assert_int_equal(pystack_symbolize(ps, &kr, 1, false, kf, 2, NULL), 1);
     assert_string_equal(prof.frames[kf[0].frame].name, "renamed");
     uint64_t calls = pystack_remote_stats(ps)->calls;
+    bool final = false;
     for (int i = 0; i < 5; i++) {
-        assert_int_equal(pystack_symbolize(ps, &kr, 1, false, kf, 2), 1);
+        assert_int_equal(pystack_symbolize(ps, &kr, 1, false, kf, 2, &final), 1);
         assert_string_equal(prof.frames[kf[0].frame].name, "renamed");
+        assert_true(final); /* named for good: the collector may remember it */
     }
     assert_int_equal(pystack_remote_stats(ps)->calls, calls);
     w64(pid, code + L->co_qualname, good_str);
@@ -602,19 +604,22 @@ static void forged(void **state)
     struct pystack_raw knew = kr;
     knew.ident = code_ident(pid, rt, code);
     assert_true(knew.ident != kr.ident);
-    assert_int_equal(pystack_symbolize(ps, &knew, 1, false, kf, 2), 1);
+    assert_int_equal(pystack_symbolize(ps, &knew, 1, false, kf, 2, NULL), 1);
     assert_string_equal(prof.frames[kf[0].frame].name, "loopy");
     kr.code = code;
     struct pystack_raw both[2] = {kr, knew};
     /* Entries are per (address, ident): the old one still names what ran; an ident never seen
      * whose header no longer folds to it is freed code. */
-    assert_int_equal(pystack_symbolize(ps, both, 2, false, kf, 2), 2);
+    assert_int_equal(pystack_symbolize(ps, both, 2, false, kf, 2, NULL), 2);
     assert_string_equal(prof.frames[kf[0].frame].name, "renamed");
     assert_string_equal(prof.frames[kf[1].frame].name, "loopy");
     struct pystack_raw ghost = kr;
     ghost.ident ^= 0x5555;
-    assert_int_equal(pystack_symbolize(ps, &ghost, 1, false, kf, 2), 1);
+    assert_int_equal(pystack_symbolize(ps, &ghost, 1, false, kf, 2, &final), 1);
     assert_string_equal(prof.frames[kf[0].frame].name, PYSTACK_FREED);
+    assert_false(final); /* not remembered: the same chain is not named so for good */
+    assert_int_equal(pystack_symbolize(ps, both, 2, false, kf, 1, &final), 1);
+    assert_false(final); /* cut by max */
     pystack_get_stats(ps, &st);
     assert_int_equal(st.code_freed, 1);
 
@@ -643,13 +648,13 @@ static void forged(void **state)
     struct pystack_frame tf[3];
     for (int i = 0; i < 3; i++) {
         tl[i].ident = code_ident(pid, rt, ft_code);
-        assert_int_equal(pystack_symbolize(ps, &tl[i], 1, false, &tf[i], 1), 1);
+        assert_int_equal(pystack_symbolize(ps, &tl[i], 1, false, &tf[i], 1, NULL), 1);
     }
     assert_string_equal(prof.frames[tf[1].frame].name, "loopy");
     assert_int_equal(tf[1].frame, tf[0].frame);
     assert_true(prof.frames[tf[2].frame].line != prof.frames[tf[1].frame].line);
     FL->co_tlbc = 0; /* the same pointer read as an offset into co_code_adaptive: past its end */
-    assert_int_equal(pystack_symbolize(ps, &tl[1], 1, false, &tf[1], 1), 1);
+    assert_int_equal(pystack_symbolize(ps, &tl[1], 1, false, &tf[1], 1, NULL), 1);
     assert_true(tf[1].frame != tf[0].frame);
 
     /* The real thread still reads fine, and the target still runs. */

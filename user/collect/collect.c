@@ -45,8 +45,9 @@ int collect_open(struct collector **out, const struct collect_opts *o, struct pr
     c->native = calloc(COLLECT_MAX_DEPTH, sizeof(*c->native));
     c->merged = calloc(COLLECT_MAX_DEPTH + COLLECT_MAX_PY + 1, sizeof(*c->merged));
     c->py = calloc(COLLECT_MAX_PY, sizeof(*c->py));
+    c->raw = calloc(SAMPLE_PY_FRAMES_MAX, sizeof(*c->raw));
     c->kern = calloc(SAMPLE_MAX_STACK_DEPTH, sizeof(*c->kern));
-    if (err || !c->frames || !c->ips || !c->native || !c->merged || !c->py || !c->kern ||
+    if (err || !c->frames || !c->ips || !c->native || !c->merged || !c->py || !c->raw || !c->kern ||
         (o->offcpu && offcpu_open(&c->off))) {
         collect_close(c);
         return -ENOMEM;
@@ -79,6 +80,7 @@ void collect_close(struct collector *c)
         pystack_close(c->targets[i].ps);
         merge_free(&c->targets[i].merge);
         fcache_free(&c->targets[i].fc);
+        scache_free(&c->targets[i].sc);
     }
     fcache_free(&c->kfc);
     elfsym_cache_free(c->elf); /* after the procs: files they held are gone with them */
@@ -86,6 +88,7 @@ void collect_close(struct collector *c)
     free(c->native);
     free(c->merged);
     free(c->py);
+    free(c->raw);
     free(c->kern);
     offcpu_close(c->off);
     if (c->ksyms)
@@ -116,6 +119,8 @@ void collect_get_stats(const struct collector *c, struct collect_stats *out)
         out->frame_cache_hits += t->fc.hits;
         out->frame_cache_misses += t->fc.misses;
         out->frame_cache_flushes += t->fc.flushes;
+        out->sample_cache_hits += t->sc.hits;
+        out->sample_cache_misses += t->sc.misses;
         if (t->ps) {
             struct pystack_stats pst;
             pystack_get_stats(t->ps, &pst);
@@ -319,51 +324,19 @@ static void insert_state(struct collector *c, size_t *n, uint32_t frame)
     (*n)++;
 }
 
-int collect_sample(struct collector *c, const struct sample_event *ev, size_t len)
+/* The user-space frames of a record (native c->ips[0..nu), Python c->py[0..np)) root first at
+ * c->frames + *n. Returns 1 when every frame was named for good (the sample cache may keep
+ * them: no unknown native frame, no merge error, each Python frame final), 0 when not, or a
+ * negative errno. */
+static int user_frames(struct collector *c, struct collect_target *t, size_t nu, size_t np, unsigned pyflags,
+                       bool off, size_t *pn)
 {
-    struct collect_target *t = collect_find_target(c, ev->pid);
-    size_t n, nu, nk = 0, np, kskip = 0;
-    bool off = (ev->flags & SAMPLE_F_OFFCPU) && c->off;
-    enum offcpu_state state = OFFCPU_BLOCKED;
-    unsigned pyflags = 0;
-    bool fresh, merr, keep;
+    uint64_t unknown = c->nst.unknown_frames;
+    size_t n = *pn;
+    bool merr = false;
     int64_t f;
     int m;
 
-    if (!t)
-        return -ENOMEM;
-    if (!t->proc)
-        c->st.proc_errors++;
-    else
-        (void)proc_recheck(t->proc, ev->time_ns); /* reused JIT code; -ENOMEM: the old names stay */
-    collect_attach_python(c, t);
-    f = thread_frame(c, t, ev->tid, ev->comm, &fresh, &keep);
-    if (f < 0)
-        return (int)f;
-    if (!keep)
-        return fresh ? 1 : 0;
-
-    c->truncated = false;
-    nu = native_unwind(t->proc, c->opts.unwind, ev, len, c->ips, COLLECT_MAX_DEPTH, &c->truncated, &c->nst);
-    if (t->ps && c->opts.python_only)
-        c->truncated = false; /* native frames are not shown */
-    np = python_frames(c, t, ev->tid, ev, len, &pyflags);
-    /* --mode gil: a sample the kernel could not check yet has taught it the thread (the read
-     * above); it is left out, not guessed. */
-    if (c->opts.gil == SAMPLE_GIL_ONLY && !(ev->flags & SAMPLE_F_GIL_HELD)) {
-        c->st.gil_unknown++;
-        return fresh ? 1 : 0;
-    }
-    /* top: the share of samples taken holding the GIL, of on-CPU samples the kernel could check
-     * (an off-CPU record is not checked: its thread is waiting, not running). */
-    if (c->opts.gil == SAMPLE_GIL_MARK && !(ev->flags & (SAMPLE_F_OFFCPU | SAMPLE_F_GIL_UNKNOWN))) {
-        c->st.gil_checked++;
-        c->st.gil_held += !!(ev->flags & SAMPLE_F_GIL_HELD);
-        collect_gil_count(c, ev->tid, ev->flags & SAMPLE_F_GIL_HELD);
-    }
-    if ((m = stack_begin(c, (uint32_t)f)) < 0)
-        return m;
-    n = (size_t)m;
     /* An off-CPU stack's native frames name its state even when they are not shown. */
     if (!(t->ps && c->opts.python_only) || off) {
         for (size_t i = 0; i < nu; i++) {
@@ -390,6 +363,133 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
     } else {
         for (size_t i = nu; i-- > 0;)
             c->frames[n++] = c->native[i];
+    }
+    *pn = n;
+    return c->nst.unknown_frames == unknown && !merr && (!t->ps || (pyflags & PYSTACK_FINAL));
+}
+
+/* Sample cache key flags: what besides the addresses and the chain decided the frames. */
+#define SK_NATIVE_CUT 1u /* the native unwind stopped at a limit */
+#define SK_PY         2u /* the target is Python: its chain is part of the key */
+#define SK_PY_CUT     4u /* the kernel's chain was cut at its depth limit */
+
+/* The sample cache key of a record unwound into c->ips[0..nu), or false when its user frames
+ * are not to be remembered: an off-CPU record (its native frames name its state), --python-only,
+ * a Python target's record without the chain of its instant (a read at the drain is another
+ * instant's) or with a code object new to the kernel (naming it teaches the kernel). */
+static bool sample_key(struct collector *c, const struct collect_target *t, const struct sample_event *ev,
+                       size_t len, size_t nu, bool off, struct scache_key *k)
+{
+    bool cut = false;
+    int n = 0;
+
+    if (off || !t->proc || (t->ps && c->opts.python_only))
+        return false;
+    if (t->ps && (!c->pk || !pykernel_has_chain(ev) || (ev->py_flags & SAMPLE_PY_UNNAMED) ||
+                  (n = pykernel_decode(ev, len, c->raw, SAMPLE_PY_FRAMES_MAX, &cut)) < 0))
+        return false;
+    *k = (struct scache_key){.ips = c->ips,
+                             .nips = nu,
+                             .py = t->ps ? c->raw : NULL,
+                             .npy = (size_t)n,
+                             .flags = (c->truncated ? SK_NATIVE_CUT : 0) | (t->ps ? SK_PY : 0) |
+                                      (cut ? SK_PY_CUT : 0)};
+    return true;
+}
+
+/* A sample cache hit counts what building its frames would have (python_frames, merge_stack). */
+static void count_hit(struct collector *c, struct collect_target *t, const struct scache_key *k,
+                      const struct scache_val *v)
+{
+    c->truncated = v->truncated;
+    c->py_late = false;
+    if (!t->ps)
+        return;
+    c->last_t = NULL; /* as a chain's naming leaves it */
+    pykernel_count_cached(c->pk, v->py_frames, k->flags & SK_PY_CUT);
+    pystack_count_cached(t->ps);
+    t->merge.merged += v->merged;
+    if (v->py_frames) {
+        c->st.python_frames_in_kernel += v->py_frames;
+        t->py_samples++;
+        c->st.python_samples++;
+        c->st.python_frames += v->py_frames;
+    }
+}
+
+int collect_sample(struct collector *c, const struct sample_event *ev, size_t len)
+{
+    struct collect_target *t = collect_find_target(c, ev->pid);
+    size_t n, nu, nk = 0, np, kskip = 0;
+    bool off = (ev->flags & SAMPLE_F_OFFCPU) && c->off;
+    enum offcpu_state state = OFFCPU_BLOCKED;
+    unsigned pyflags = 0;
+    bool fresh, keep, cacheable, hit = false;
+    struct scache_key key;
+    struct scache_val cv;
+    uint64_t hash = 0, gen = 0;
+    int64_t f;
+    int m;
+
+    if (!t)
+        return -ENOMEM;
+    if (!t->proc)
+        c->st.proc_errors++;
+    else
+        (void)proc_recheck(t->proc, ev->time_ns); /* reused JIT code; -ENOMEM: the old names stay */
+    collect_attach_python(c, t);
+    f = thread_frame(c, t, ev->tid, ev->comm, &fresh, &keep);
+    if (f < 0)
+        return (int)f;
+    if (!keep)
+        return fresh ? 1 : 0;
+
+    c->truncated = false;
+    nu = native_unwind(t->proc, c->opts.unwind, ev, len, c->ips, COLLECT_MAX_DEPTH, &c->truncated, &c->nst);
+    if (t->ps && c->opts.python_only)
+        c->truncated = false; /* native frames are not shown */
+    /* The stack met before gives its frames at once; else they are built and remembered. */
+    if ((cacheable = sample_key(c, t, ev, len, nu, off, &key))) {
+        hash = scache_hash(&key);
+        gen = proc_generation(t->proc);
+        hit = scache_get(&t->sc, gen, &key, hash, &cv);
+    }
+    if (hit) {
+        count_hit(c, t, &key, &cv);
+        np = cv.py_frames;
+    } else {
+        np = python_frames(c, t, ev->tid, ev, len, &pyflags);
+    }
+    /* --mode gil: a sample the kernel could not check yet has taught it the thread (the read
+     * above); it is left out, not guessed. */
+    if (c->opts.gil == SAMPLE_GIL_ONLY && !(ev->flags & SAMPLE_F_GIL_HELD)) {
+        c->st.gil_unknown++;
+        return fresh ? 1 : 0;
+    }
+    /* top: the share of samples taken holding the GIL, of on-CPU samples the kernel could check
+     * (an off-CPU record is not checked: its thread is waiting, not running). */
+    if (c->opts.gil == SAMPLE_GIL_MARK && !(ev->flags & (SAMPLE_F_OFFCPU | SAMPLE_F_GIL_UNKNOWN))) {
+        c->st.gil_checked++;
+        c->st.gil_held += !!(ev->flags & SAMPLE_F_GIL_HELD);
+        collect_gil_count(c, ev->tid, ev->flags & SAMPLE_F_GIL_HELD);
+    }
+    if ((m = stack_begin(c, (uint32_t)f)) < 0)
+        return m;
+    n = (size_t)m;
+    if (hit) {
+        memcpy(&c->frames[n], cv.frames, cv.nframes * sizeof(*c->frames));
+        n += cv.nframes;
+    } else {
+        size_t n0 = n;
+        uint64_t merged0 = t->merge.merged;
+
+        if ((m = user_frames(c, t, nu, np, pyflags, off, &n)) < 0)
+            return m;
+        if (m && cacheable) {
+            cv = (struct scache_val){.frames = &c->frames[n0], .nframes = n - n0, .py_frames = (uint32_t)np,
+                                     .truncated = c->truncated, .merged = t->merge.merged != merged0};
+            (void)scache_put(&t->sc, gen, &key, hash, &cv); /* -ENOMEM: built again next time */
+        }
     }
 
     if ((c->opts.kernel && (ev->flags & SAMPLE_F_IN_KERNEL)) || off) {

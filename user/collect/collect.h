@@ -77,6 +77,8 @@ struct collect_stats {
     uint64_t frame_cache_hits;        /* native and kernel addresses answered by the frame cache */
     uint64_t frame_cache_misses;      /* ... symbolised and interned */
     uint64_t frame_cache_flushes;     /* caches emptied: the target's mappings or JIT regions changed */
+    uint64_t sample_cache_hits;       /* records whose user frames a stack built before gave (scache.h) */
+    uint64_t sample_cache_misses;     /* ... built frame by frame (records that could be remembered) */
     struct proc_stats proc;           /* summed over the targets (refreshes, files, CFI row cache, steps) */
     uint64_t gil_unknown;             /* --mode gil: samples left out, the GIL or the thread not known yet */
     uint64_t gil_checked;             /* opts.gil MARK: on-CPU samples that said whether their thread */

@@ -15,6 +15,7 @@
 #include "collect/fcache.h"
 #include "collect/merge.h"
 #include "collect/native.h"
+#include "collect/scache.h"
 #include "collect/threads.h"
 #include "python/pykernel.h"
 
@@ -28,6 +29,7 @@ struct collect_target {
     struct pystack *ps;
     struct merge merge;
     struct fcache fc; /* user address -> frame, valid for one proc_generation */
+    struct scache sc; /* raw stack -> the sample's user frames, the same */
     uint64_t py_first_ns, py_next_ns;
     uint64_t py_gen; /* proc_generation at the last failed attach: a change retries at once */
     uint64_t py_samples;
@@ -58,6 +60,7 @@ struct collector {
     uint32_t *native;                     /* scratch: native frames, leaf first */
     uint32_t *merged;                     /* scratch: merged user frames, leaf first */
     struct pystack_frame *py;             /* scratch: Python frames, leaf first */
+    struct pystack_raw *raw;              /* scratch: a record's chain as captured (sample cache key) */
     struct sampler *sampler;              /* NULL: records carry no in-kernel chains (--no-bpf) */
     struct pykernel *pk;                  /* in-kernel Python chains (NULL: remote reads only) */
     struct fcache kfc;                    /* kernel address -> frame (kallsyms is read once: generation 0) */

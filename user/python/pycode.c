@@ -402,6 +402,7 @@ int pycode_symbolize(struct pycode *c, const struct pystack_raw *raw, size_t n, 
     const struct pyrt_layout *L = &c->rt->L;
     size_t k = 0;
 
+    c->final = false;
     if (entries_of(c, raw, n) != 0)
         return -ENOMEM;
     /* Counts hits/misses of the code cache once per frame, before resolve changes states. */
@@ -414,18 +415,31 @@ int pycode_symbolize(struct pycode *c, const struct pystack_raw *raw, size_t n, 
             c->st->code_hits++;
     }
     resolve(c, n, how);
-    for (size_t i = 0; i < n && k < max; i++) {
+    c->final = !L->co_tlbc;
+    size_t i;
+    for (i = 0; i < n && k < max; i++) {
         if (shim(c, &raw[i])) {
             if (k)
                 out[k - 1].entry = true;
             continue;
         }
+        const struct code_entry *e = c->ents[i];
         out[k].frame = frame_of(c, c->ents[i], &raw[i]);
         out[k].entry = L->minor == 11 && raw[i].is_entry;
+        if (!e || !e->ident || e->state != CODE_FILLED || e->bad || e->cstack_only ||
+            out[k].frame == (uint32_t)c->unknown_frame || out[k].frame == (uint32_t)c->freed_frame)
+            c->final = false;
         k++;
     }
+    if (i < n)
+        c->final = false; /* cut by max */
     if ((how & PYCODE_COMPLETE) && k)
         out[k - 1].entry = true;
     c->st->frames += k;
     return (int)k;
+}
+
+bool pycode_final(const struct pycode *c)
+{
+    return c->final;
 }

@@ -66,4 +66,10 @@ size_t pycode_prefetch(struct pycode *c, const struct pystack_raw *raw, size_t n
 int pycode_symbolize(struct pycode *c, const struct pystack_raw *raw, size_t n, struct pystack_frame *out,
                      size_t max, unsigned how);
 
+/* Whether the last pycode_symbolize named every frame for good: each from the entry filled for
+ * its capture's identity, none cut by `max`, none unreadable or freed, no per-thread bytecode
+ * copy to look up (free-threaded builds). Then the same raw chain names the same frames in any
+ * later sample, and a caller may remember the result (the collector's sample cache). */
+bool pycode_final(const struct pycode *c);
+
 #endif

@@ -64,6 +64,7 @@ struct pycode {
     size_t ents_cap;
     int64_t unknown_frame; /* "<unreadable>" frame, interned once */
     int64_t freed_frame;   /* PYSTACK_FREED */
+    bool final;            /* the last pycode_symbolize named every frame for good (pycode.h) */
 };
 
 static inline uint64_t hdr_u64(const struct pycode *c, const uint8_t *hdr, uint32_t off)

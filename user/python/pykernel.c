@@ -329,6 +329,13 @@ static int learn_one(void *pk, pid_t tid, uint64_t tstate)
     return 0;
 }
 
+void pykernel_count_cached(struct pykernel *pk, size_t frames, bool truncated)
+{
+    pk->st.samples_in_kernel++;
+    pk->st.frames_in_kernel += frames;
+    pk->st.truncated += truncated;
+}
+
 void pykernel_teach_threads(struct pykernel *pk, struct pystack *ps)
 {
     if (pk && pk->teach.layout && proc_ready(pk, ps, pystack_pid(ps)))
@@ -357,7 +364,8 @@ int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample
 
         /* Named from entries of the objects that ran (pycode.h): a frame that cannot be named
          * shows so; a remote read now would only put another instant's chain in its place. */
-        n = pystack_symbolize(ps, pk->raw, raw, truncated, out, max);
+        bool final = false;
+        n = pystack_symbolize(ps, pk->raw, raw, truncated, out, max, &final);
         /* The kernel met a code object not named before: each of the chain's is now (or was
          * freed first), and its chains stop waking the collector. */
         if ((ev->py_flags & SAMPLE_PY_UNNAMED) && pk->teach.named)
@@ -369,7 +377,8 @@ int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample
         if (truncated)
             pk->st.truncated++;
         if (flags)
-            *flags = (truncated ? PYSTACK_TRUNCATED : 0) | (shim ? PYSTACK_LEAF_SHIM : 0);
+            *flags = (truncated ? PYSTACK_TRUNCATED : 0) | (shim ? PYSTACK_LEAF_SHIM : 0) |
+                     (final ? PYSTACK_FINAL : 0);
         if (in_kernel)
             *in_kernel = true;
         return n;

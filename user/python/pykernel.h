@@ -73,6 +73,11 @@ void pykernel_close(struct pykernel *pk);
 int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample_event *ev, size_t len,
                     struct pystack_frame *out, size_t max, unsigned *flags, bool *in_kernel);
 
+/* Counts a record whose chain was not named here but by a caller that remembered how the same
+ * chain was named (pykernel_frames with PYSTACK_FINAL): `frames` Python frames in the kernel,
+ * `truncated` as pykernel_decode said. */
+void pykernel_count_cached(struct pykernel *pk, size_t frames, bool truncated);
+
 /* The process's layout and every thread it has now into the kernel, so that their first samples
  * carry their chain (a thread taught only at its first fallback read has those first samples
  * paired with a read made later, at the drain). Threads started later are taught at their first

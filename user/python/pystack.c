@@ -566,11 +566,21 @@ read:
 }
 
 int pystack_symbolize(struct pystack *ps, const struct pystack_raw *raw, size_t n, bool truncated,
-                      struct pystack_frame *out, size_t max)
+                      struct pystack_frame *out, size_t max, bool *final)
 {
+    int rc;
+
     ps->st.samples++;
     pycode_begin(ps->code);
-    return pycode_symbolize(ps->code, raw, n, out, max, truncated ? 0 : PYCODE_COMPLETE);
+    rc = pycode_symbolize(ps->code, raw, n, out, max, truncated ? 0 : PYCODE_COMPLETE);
+    if (final)
+        *final = rc >= 0 && pycode_final(ps->code);
+    return rc;
+}
+
+void pystack_count_cached(struct pystack *ps)
+{
+    ps->st.samples++;
 }
 
 int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate)

@@ -58,6 +58,8 @@ struct pystack;
  * frame of its own at that instant (its entry frame has returned and the loop is on its way out).
  * The shim is left out like every other. */
 #define PYSTACK_LEAF_SHIM 0x8u
+/* Every frame was named for good from its capture (pystack_symbolize's *final). */
+#define PYSTACK_FINAL 0x10u
 
 /* Attaches to the Python runtime of `pid` (pyrt_attach) and interns frames into `prof`. On
  * failure, *err says why in one line. */
@@ -72,9 +74,13 @@ int pystack_read(struct pystack *ps, pid_t tid, struct pystack_frame *out, size_
 
 /* Symbolises frames captured elsewhere (in-kernel): only code objects are read (batched,
  * cached). Shim frames (owner == 3) are dropped; `truncated` says the capture stopped before the
- * root. Returns the number of frames written. */
+ * root. Returns the number of frames written; *final (may be NULL) says whether the same raw
+ * chain names the same frames in any later sample (pycode_final). */
 int pystack_symbolize(struct pystack *ps, const struct pystack_raw *raw, size_t n, bool truncated,
-                      struct pystack_frame *out, size_t max);
+                      struct pystack_frame *out, size_t max, bool *final);
+/* Counts a sample whose chain the caller named from its own cache of final answers, as
+ * pystack_symbolize would have (python_samples). */
+void pystack_count_cached(struct pystack *ps);
 
 /* The thread state of `tid` (for the in-kernel reader), from the caches. */
 int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate);
