@@ -158,6 +158,16 @@ static int64_t thread_frame(struct collector *c, struct collect_target *tg, uint
     return f;
 }
 
+/* Counts a sample with n Python frames (none: not a Python sample). */
+static void count_python(struct collector *c, struct collect_target *t, size_t n)
+{
+    if (n) {
+        t->py_samples++;
+        c->st.python_samples++;
+        c->st.python_frames += n;
+    }
+}
+
 /* The Python frames of `tid`, leaf first, into c->py; their number (0: none). A record that
  * carries the chain the kernel captured at the sample instant is symbolised from it (counted in
  * st.python_frames_in_kernel); otherwise the stack is read now (pykernel then teaches the
@@ -218,11 +228,7 @@ done:
      * early (read budget spent, unreadable or invalid frame, loop). */
     if (n > 0 && (flags & (PYSTACK_TRUNCATED | PYSTACK_BROKEN)))
         c->truncated = true;
-    if (n > 0) {
-        t->py_samples++;
-        c->st.python_samples++;
-        c->st.python_frames += (uint64_t)n;
-    }
+    count_python(c, t, (size_t)n);
     return (size_t)n;
 }
 
@@ -406,15 +412,10 @@ static void count_hit(struct collector *c, struct collect_target *t, const struc
     if (!t->ps)
         return;
     c->last_t = NULL; /* as a chain's naming leaves it */
-    pykernel_count_cached(c->pk, v->py_frames, k->flags & SK_PY_CUT);
-    pystack_count_cached(t->ps);
+    pykernel_count_cached(c->pk, t->ps, v->py_frames, k->flags & SK_PY_CUT);
     t->merge.merged += v->merged;
-    if (v->py_frames) {
-        c->st.python_frames_in_kernel += v->py_frames;
-        t->py_samples++;
-        c->st.python_samples++;
-        c->st.python_frames += v->py_frames;
-    }
+    c->st.python_frames_in_kernel += v->py_frames;
+    count_python(c, t, v->py_frames);
 }
 
 int collect_sample(struct collector *c, const struct sample_event *ev, size_t len)

@@ -423,8 +423,8 @@ int pycode_symbolize(struct pycode *c, const struct pystack_raw *raw, size_t n, 
                 out[k - 1].entry = true;
             continue;
         }
-        const struct code_entry *e = c->ents[i];
-        out[k].frame = frame_of(c, c->ents[i], &raw[i]);
+        struct code_entry *e = c->ents[i];
+        out[k].frame = frame_of(c, e, &raw[i]);
         out[k].entry = L->minor == 11 && raw[i].is_entry;
         if (!e || !e->ident || e->state != CODE_FILLED || e->bad || e->cstack_only ||
             out[k].frame == (uint32_t)c->unknown_frame || out[k].frame == (uint32_t)c->freed_frame)

@@ -329,8 +329,9 @@ static int learn_one(void *pk, pid_t tid, uint64_t tstate)
     return 0;
 }
 
-void pykernel_count_cached(struct pykernel *pk, size_t frames, bool truncated)
+void pykernel_count_cached(struct pykernel *pk, struct pystack *ps, size_t frames, bool truncated)
 {
+    pystack_count_cached(ps);
     pk->st.samples_in_kernel++;
     pk->st.frames_in_kernel += frames;
     pk->st.truncated += truncated;

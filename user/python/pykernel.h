@@ -74,9 +74,9 @@ int pykernel_frames(struct pykernel *pk, struct pystack *ps, const struct sample
                     struct pystack_frame *out, size_t max, unsigned *flags, bool *in_kernel);
 
 /* Counts a record whose chain was not named here but by a caller that remembered how the same
- * chain was named (pykernel_frames with PYSTACK_FINAL): `frames` Python frames in the kernel,
- * `truncated` as pykernel_decode said. */
-void pykernel_count_cached(struct pykernel *pk, size_t frames, bool truncated);
+ * chain was named (pykernel_frames with PYSTACK_FINAL), as pykernel_frames counts it here and
+ * in ps: `frames` Python frames in the kernel, `truncated` as pykernel_decode said. */
+void pykernel_count_cached(struct pykernel *pk, struct pystack *ps, size_t frames, bool truncated);
 
 /* The process's layout and every thread it has now into the kernel, so that their first samples
  * carry their chain (a thread taught only at its first fallback read has those first samples
