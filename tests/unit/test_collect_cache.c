@@ -444,7 +444,7 @@ static void test_warm_samples_hit(void **state)
     struct collect_stats s2 = stats(f);
     assert_int_equal(s2.frame_cache_hits - s1.frame_cache_hits, 10);
     assert_int_equal(s2.frame_cache_misses, s1.frame_cache_misses);
-    assert_int_equal(s2.unknown_frames, 6); /* counted on every use, cached or not */
+    assert_int_equal(s2.unknown_frames, 6);    /* counted on every use, cached or not */
     assert_int_equal(s2.sample_cache_hits, 0); /* a stack with an unknown frame is not kept whole */
 }
 

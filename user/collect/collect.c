@@ -487,8 +487,11 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
         if ((m = user_frames(c, t, nu, np, pyflags, off, &n)) < 0)
             return m;
         if (m && cacheable) {
-            cv = (struct scache_val){.frames = &c->frames[n0], .nframes = n - n0, .py_frames = (uint32_t)np,
-                                     .truncated = c->truncated, .merged = t->merge.merged != merged0};
+            cv = (struct scache_val){.frames = &c->frames[n0],
+                                     .nframes = n - n0,
+                                     .py_frames = (uint32_t)np,
+                                     .truncated = c->truncated,
+                                     .merged = t->merge.merged != merged0};
             (void)scache_put(&t->sc, gen, &key, hash, &cv); /* -ENOMEM: built again next time */
         }
     }

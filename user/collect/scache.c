@@ -83,7 +83,8 @@ static bool same(const struct scache_ent *e, const struct scache_key *k, uint64_
         memcmp(e->words, k->ips, k->nips * sizeof(*k->ips)))
         return false;
     for (size_t i = 0; i < k->npy; i++, w += PY_WORDS)
-        if (w[0] != k->py[i].code || w[1] != k->py[i].instr || w[2] != k->py[i].ident || w[3] != py_tag(&k->py[i]))
+        if (w[0] != k->py[i].code || w[1] != k->py[i].instr || w[2] != k->py[i].ident ||
+            w[3] != py_tag(&k->py[i]))
             return false;
     return true;
 }

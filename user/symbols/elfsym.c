@@ -225,7 +225,7 @@ static void dedup_symbols(struct elf_file *f)
 
 static void sort_symbols(struct elf_file *f)
 {
-    if (f->nsyms > 1 && sort_by_address(f->syms, f->nsyms)) /* syms is NULL for a file without symbols */
+    if (f->nsyms > 1 && sort_by_address(f->syms, f->nsyms))  /* syms is NULL for a file without symbols */
         qsort(f->syms, f->nsyms, sizeof(*f->syms), cmp_sym); /* no memory for the faster sort */
     dedup_symbols(f);
 }
