@@ -447,6 +447,54 @@ static void test_deleted_library(void **state)
     proc_close(p);
 }
 
+/* A library loaded after the mappings were read, met within the rate limit by a stack taken
+ * after it was loaded (a module imported just before a thread blocked): the mappings are read
+ * again at once and the frame is named. Addresses in no mapping at all do not re-read them on
+ * every lookup: after one that finds nothing new, no more of them for a rate limit. */
+static uint64_t now_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void test_loaded_since_read(void **state)
+{
+    char dir[] = "/tmp/pyebpf-late.XXXXXX", path[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/libzlate.so", dir);
+    assert_int_equal(sh("cp /usr/lib/x86_64-linux-gnu/libz.so.1 %s", path), 0);
+    struct proc *p;
+    assert_int_equal(proc_open(&p, getpid(), cache), 0);
+    struct symres r;
+    assert_int_equal(proc_symbolize(p, (uint64_t)(uintptr_t)test_loaded_since_read, &r), 0);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    void *fn = dlsym(h, "zlibVersion");
+    assert_non_null(fn);
+    proc_set_instant(p, now_ns(CLOCK_MONOTONIC));
+    assert_int_equal(proc_symbolize(p, (uint64_t)(uintptr_t)fn, &r), 0);
+    assert_string_equal(r.name, "zlibVersion");
+
+    struct proc_stats st0, st1;
+    proc_get_stats(p, &st0);
+    uint64_t t0 = now_ns(CLOCK_MONOTONIC_COARSE);
+    for (uint64_t a = 8; a < 8 + 100 * 16; a += 16) {
+        proc_set_instant(p, now_ns(CLOCK_MONOTONIC));
+        assert_int_equal(proc_symbolize(p, a, &r), -ENOENT);
+    }
+    proc_get_stats(p, &st1);
+    uint64_t limits = (now_ns(CLOCK_MONOTONIC_COARSE) - t0) / 20000000ull + 1;
+    print_message("# 100 unmapped lookups: %lu re-reads in %lu rate limits\n",
+                  (unsigned long)(st1.refreshes - st0.refreshes), (unsigned long)limits);
+    /* Our own heap may move between re-reads (a re-read that finds it moved is not fruitless). */
+    assert_true(st1.refreshes - st0.refreshes <= 5 * limits);
+    proc_close(p);
+    dlclose(h);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* Refreshing over and over keeps memory flat (paths interned, files referenced once). */
 static void test_refresh_bounded(void **state)
 {
@@ -583,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_debug_file),
         cmocka_unit_test(test_deleted_library),
         cmocka_unit_test(test_refresh_bounded),
+        cmocka_unit_test(test_loaded_since_read),
         cmocka_unit_test(test_refresh_unchanged),
         cmocka_unit_test(test_symbolize_cost),
         cmocka_unit_test(test_ksyms),

@@ -99,6 +99,8 @@ size_t native_unwind(struct proc *p, enum unwind_mode mode, const struct sample_
 
     if (ev->flags & SAMPLE_F_NO_UREGS)
         return 0;
+    if (p)
+        proc_set_instant(p, ev->time_ns); /* for the unwinding and naming of its frames */
     if (mode == UNWIND_FP || !p) {
         n = ev->ustack_len / 8;
         if (n > SAMPLE_MAX_STACK_DEPTH)

@@ -95,6 +95,11 @@ uint64_t proc_generation(const struct proc *p);
 
 /* -- Unwinding (proc_unwind.c) ----------------------------------------------------------------- */
 
+/* The instant (CLOCK_MONOTONIC) the stack unwound and named next was taken at. An address outside
+ * every mapping re-reads them at once when they were read before that instant (a library loaded
+ * just before the sample holds it), not only once per rate limit. */
+void proc_set_instant(struct proc *p, uint64_t at_ns);
+
 /* Unwinds from `regs` using the stack copy `stack` (stack_len bytes starting at address
  * stack_addr, normally regs->sp). Writes return addresses leaf first (ips[0] = regs->ip) and
  * returns their number; *stop gets UNWIND_STOP_* bits. mode UNWIND_AUTO uses DWARF where a

@@ -49,6 +49,8 @@ struct proc {
     struct jitsyms *jit;
     struct unwind_cache *ucache;
     uint64_t last_refresh_ns, last_jit_ns;
+    uint64_t instant_ns;          /* when the addresses looked up were taken (proc_set_instant) */
+    uint64_t fruitless_ns;        /* when a re-read for such an address last found nothing new */
     uint64_t jit_due_ns;          /* next timed re-check of the JIT publications; UINT64_MAX: none */
     bool maps_suspect;            /* the re-check at jit_due_ns reads the mappings again (proc_suspect) */
     bool jit_unknown;             /* code met in executable memory nobody published: suspect until

@@ -287,6 +287,24 @@ int proc_recheck(struct proc *p, uint64_t now)
     return proc_recheck_jit(p, now);
 }
 
+/* Whether an address outside every mapping reads them again: once per rate limit, and at once
+ * when they were read before the instant the address was taken (a module imported just before
+ * a thread blocked: its one off-CPU record would lose its frames). A re-read of the second kind
+ * that finds nothing new (a word the unwinder made of data) holds the next for a rate limit. */
+static bool reread_for(struct proc *p)
+{
+    uint64_t now = proc_now_ns(), gen = p->sym_gen;
+    bool due = now - p->last_refresh_ns > REFRESH_MIN_NS;
+
+    if (!due && (p->last_refresh_ns >= p->instant_ns || now - p->fruitless_ns <= REFRESH_MIN_NS))
+        return false;
+    if (proc_refresh(p))
+        return false;
+    if (!due && p->sym_gen == gen)
+        p->fruitless_ns = now;
+    return true;
+}
+
 const struct map_entry *proc_find_map(struct proc *p, uint64_t ip, size_t *idx)
 {
     const struct map_entry *e = p->last;
@@ -295,7 +313,7 @@ const struct map_entry *proc_find_map(struct proc *p, uint64_t ip, size_t *idx)
         return e; /* its module was loaded (or tried) when it became `last` */
     }
     e = maps_find(&p->maps, ip);
-    if (!e && proc_now_ns() - p->last_refresh_ns > REFRESH_MIN_NS && proc_refresh(p) == 0)
+    if (!e && reread_for(p))
         e = maps_find(&p->maps, ip);
     if (!e)
         return NULL;
