@@ -64,14 +64,34 @@ static uint64_t py_tag(const struct pystack_raw *r)
     return (uint64_t)r->owner | (uint64_t)r->is_entry << 8;
 }
 
+/* One step of a lane: a multiply and a rotation. Four lanes run side by side and are mixed
+ * fully at the end: one chain of mix over every word cost ~0.3 µs a sample, most of it each
+ * word waiting on the previous word's multiplies. */
+static uint64_t lane(uint64_t h, uint64_t v)
+{
+    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+    return h << 31 | h >> 33;
+}
+
 uint64_t scache_hash(const struct scache_key *k)
 {
-    uint64_t h = mix(k->nips << 32 | k->npy, k->flags);
+    uint64_t a = k->nips << 32 | k->npy, b = k->flags, c = 0x243f6a8885a308d3ull, d = 0x13198a2e03707344ull;
+    size_t i = 0;
 
-    for (size_t i = 0; i < k->nips; i++)
-        h = mix(h, k->ips[i]);
-    for (size_t i = 0; i < k->npy; i++)
-        h = mix(mix(mix(h, k->py[i].code), k->py[i].instr ^ py_tag(&k->py[i]) << 56), k->py[i].ident);
+    for (; i + 4 <= k->nips; i += 4) {
+        a = lane(a, k->ips[i]);
+        b = lane(b, k->ips[i + 1]);
+        c = lane(c, k->ips[i + 2]);
+        d = lane(d, k->ips[i + 3]);
+    }
+    for (; i < k->nips; i++)
+        a = lane(a, k->ips[i]);
+    for (i = 0; i < k->npy; i++) {
+        b = lane(b, k->py[i].code);
+        c = lane(c, k->py[i].instr ^ py_tag(&k->py[i]) << 56);
+        d = lane(d, k->py[i].ident);
+    }
+    uint64_t h = mix(mix(mix(a, b), c), d);
     return h ^ h >> 29;
 }
 
