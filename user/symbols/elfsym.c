@@ -20,12 +20,20 @@
 
 #define BUILD_ID_MAX 64
 
+/* 24 bytes: a large library's table is thousands of them, and each page of it first touched
+ * costs a page fault (~10 µs on a VM) when the file is loaded. */
 struct sym {
-    uint64_t addr, size;
-    const char *name;
-    unsigned rank; /* at one address the global name wins over weak, weak over local, local over
+    uint64_t addr;
+    uint32_t size; /* a function's size fits; a larger one is cut (a lookup past it finds none) */
+    uint32_t rank; /* at one address the global name wins over weak, weak over local, local over
                     * a synthesized name@plt */
+    const char *name;
 };
+
+static uint32_t sym_size(uint64_t size)
+{
+    return size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+}
 
 struct load {
     uint64_t vaddr, offset, filesz, memsz;
@@ -152,7 +160,10 @@ static int add_symbols(struct elf_file *f, Elf *e, Elf64_Word type)
                 continue;
             int b = ELF64_ST_BIND(sym->st_info);
             unsigned rank = b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2;
-            f->syms[f->nsyms++] = (struct sym){sym->st_value, sym->st_size, names + sym->st_name, rank};
+            f->syms[f->nsyms++] = (struct sym){.addr = sym->st_value,
+                                               .size = sym_size(sym->st_size),
+                                               .rank = rank,
+                                               .name = names + sym->st_name};
         }
     }
     return 0;
@@ -297,12 +308,12 @@ static int add_plt_symbols(struct elf_file *f)
     char *w = f->plt_names;
     for (size_t i = 0; i < n; i++) {
         if (v[i].bare) {
-            add[i] = (struct sym){v[i].addr, v[i].size, "[plt]", 3};
+            add[i] = (struct sym){.addr = v[i].addr, .size = sym_size(v[i].size), .rank = 3, .name = "[plt]"};
             continue;
         }
         int len = v[i].name ? snprintf(w, bytes, "%s@plt", v[i].name)
                             : snprintf(w, bytes, "*ABS*+%#" PRIx64 "@plt", v[i].resolver);
-        add[i] = (struct sym){v[i].addr, v[i].size, w, 3};
+        add[i] = (struct sym){.addr = v[i].addr, .size = sym_size(v[i].size), .rank = 3, .name = w};
         w += len + 1;
         bytes -= (size_t)len + 1;
     }
@@ -424,7 +435,12 @@ static int load(struct elf_file *f, const char *root)
         find_debug(f, root ? root : "", f->name);
     Elf *symsrc = f->debug.elf ? f->debug.elf : f->main.elf;
     f->from_debug = f->debug.elf != NULL;
-    if ((err = add_symbols(f, symsrc, SHT_SYMTAB)) || (err = add_symbols(f, f->main.elf, SHT_DYNSYM)))
+    /* A file's own .symtab holds its .dynsym's functions too (the linker writes every symbol
+     * there): reading both only doubled the table to sort. A debug file's .symtab is another
+     * link's view; .dynsym stays next to it. */
+    bool own = !f->from_debug && has_section_type(f->main.elf, SHT_SYMTAB);
+    if ((err = add_symbols(f, symsrc, SHT_SYMTAB)) ||
+        (!own && (err = add_symbols(f, f->main.elf, SHT_DYNSYM))))
         return err;
     sort_symbols(f);
     add_plt_symbols(f); /* optional: without memory for them the file keeps its own symbols */
