@@ -298,11 +298,10 @@ static bool reread_for(struct proc *p)
 
     if (!due && (p->last_refresh_ns >= p->instant_ns || now - p->fruitless_ns <= REFRESH_MIN_NS))
         return false;
-    if (proc_refresh(p))
-        return false;
-    if (!due && p->sym_gen == gen)
-        p->fruitless_ns = now;
-    return true;
+    int err = proc_refresh(p);
+    if (err || (!due && p->sym_gen == gen))
+        p->fruitless_ns = now; /* a read that fails (not only one that finds nothing) waits too */
+    return !err;
 }
 
 const struct map_entry *proc_find_map(struct proc *p, uint64_t ip, size_t *idx)
