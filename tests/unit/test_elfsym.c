@@ -29,6 +29,7 @@
 #include "symbols/elfsym.h"
 #include "symbols/ksyms.h"
 #include "util/maps.h"
+#include "util/monotime.h"
 #include "symbols/proc.h"
 
 #include "elfcache.h"
@@ -451,13 +452,6 @@ static void test_deleted_library(void **state)
  * after it was loaded (a module imported just before a thread blocked): the mappings are read
  * again at once and the frame is named. Addresses in no mapping at all do not re-read them on
  * every lookup: after one that finds nothing new, no more of them for a rate limit. */
-static uint64_t now_ns(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void test_loaded_since_read(void **state)
 {
     char dir[] = "/tmp/pyebpf-late.XXXXXX", path[128];
@@ -493,19 +487,19 @@ static void test_loaded_since_read(void **state)
     assert_int_equal(read(back[0], &fn, sizeof(fn)), sizeof(fn));
     assert_true(fn != 0);
     struct symres r;
-    proc_set_instant(p, now_ns(CLOCK_MONOTONIC));
+    proc_set_instant(p, monotime_ns());
     assert_int_equal(proc_symbolize(p, fn, &r), 0);
     assert_string_equal(r.name, "zlibVersion");
 
     struct proc_stats st0, st1;
     proc_get_stats(p, &st0);
-    uint64_t t0 = now_ns(CLOCK_MONOTONIC_COARSE);
+    uint64_t t0 = monotime_ns();
     for (uint64_t a = 8; a < 8 + 100 * 16; a += 16) {
-        proc_set_instant(p, now_ns(CLOCK_MONOTONIC));
+        proc_set_instant(p, monotime_ns());
         assert_int_equal(proc_symbolize(p, a, &r), -ENOENT);
     }
     proc_get_stats(p, &st1);
-    uint64_t limits = (now_ns(CLOCK_MONOTONIC_COARSE) - t0) / 20000000ull + 1;
+    uint64_t limits = (monotime_ns() - t0) / 20000000ull + 1;
     print_message("# 100 unmapped lookups: %lu re-reads in %lu rate limits\n",
                   (unsigned long)(st1.refreshes - st0.refreshes), (unsigned long)limits);
     assert_true(st1.refreshes - st0.refreshes <= 2 * limits);

@@ -431,14 +431,14 @@ static int load(struct elf_file *f, const char *root)
     int err = read_loads(f);
     if (err)
         return err;
-    if (!has_section_type(f->main.elf, SHT_SYMTAB))
-        find_debug(f, root ? root : "", f->name);
-    Elf *symsrc = f->debug.elf ? f->debug.elf : f->main.elf;
-    f->from_debug = f->debug.elf != NULL;
     /* A file's own .symtab holds its .dynsym's functions too (the linker writes every symbol
      * there): reading both only doubled the table to sort. A debug file's .symtab is another
      * link's view; .dynsym stays next to it. */
-    bool own = !f->from_debug && has_section_type(f->main.elf, SHT_SYMTAB);
+    bool own = has_section_type(f->main.elf, SHT_SYMTAB);
+    if (!own)
+        find_debug(f, root ? root : "", f->name);
+    Elf *symsrc = f->debug.elf ? f->debug.elf : f->main.elf;
+    f->from_debug = f->debug.elf != NULL;
     if ((err = add_symbols(f, symsrc, SHT_SYMTAB)) ||
         (!own && (err = add_symbols(f, f->main.elf, SHT_DYNSYM))))
         return err;

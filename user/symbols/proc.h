@@ -45,6 +45,11 @@ void proc_close(struct proc *p);
  * -ESRCH, the mappings kept, once the process has exited (it has none left). */
 int proc_refresh(struct proc *p);
 
+/* The instant (CLOCK_MONOTONIC) the stack unwound and named next was taken at. An address outside
+ * every mapping re-reads them at once when they were read before that instant (a library loaded
+ * just before the sample holds it), not only once per rate limit. */
+void proc_set_instant(struct proc *p, uint64_t at_ns);
+
 struct proc_stats {
     uint64_t refreshes, files_opened, jit_regions, jit_reloads; /* reloads: unnamed JIT code, timed */
     uint64_t unwinds, frames, row_hits, row_misses, fp_steps, dwarf_steps, memo_hits;
@@ -94,11 +99,6 @@ int proc_format(const struct symres *r, char *buf, size_t size);
 uint64_t proc_generation(const struct proc *p);
 
 /* -- Unwinding (proc_unwind.c) ----------------------------------------------------------------- */
-
-/* The instant (CLOCK_MONOTONIC) the stack unwound and named next was taken at. An address outside
- * every mapping re-reads them at once when they were read before that instant (a library loaded
- * just before the sample holds it), not only once per rate limit. */
-void proc_set_instant(struct proc *p, uint64_t at_ns);
 
 /* Unwinds from `regs` using the stack copy `stack` (stack_len bytes starting at address
  * stack_addr, normally regs->sp). Writes return addresses leaf first (ips[0] = regs->ip) and

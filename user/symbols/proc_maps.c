@@ -287,6 +287,11 @@ int proc_recheck(struct proc *p, uint64_t now)
     return proc_recheck_jit(p, now);
 }
 
+void proc_set_instant(struct proc *p, uint64_t at_ns)
+{
+    p->instant_ns = at_ns;
+}
+
 /* Whether an address outside every mapping reads them again: once per rate limit, and at once
  * when they were read before the instant the address was taken (a module imported just before
  * a thread blocked: its one off-CPU record would lose its frames). A re-read of the second kind

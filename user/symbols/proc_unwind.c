@@ -34,11 +34,6 @@ static int find_cfi(void *arg, uint64_t ip, const struct cfi_read_table **cfi, u
     return -ENOENT;
 }
 
-void proc_set_instant(struct proc *p, uint64_t at_ns)
-{
-    p->instant_ns = at_ns;
-}
-
 int proc_unwind(struct proc *p, enum unwind_mode mode, const struct unwind_regs *regs, const uint8_t *stack,
                 size_t stack_len, uint64_t stack_addr, uint64_t *ips, size_t max, unsigned *stop)
 {
