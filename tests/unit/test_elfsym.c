@@ -579,6 +579,46 @@ static void test_refresh_unchanged(void **state)
     waitpid(pid, NULL, 0);
 }
 
+/* Frames in another process's vdso (a thread waiting with a timeout) are named from its image
+ * and never make the samples' re-check read the mappings again: the vdso is no JIT's code. */
+static void test_vdso_not_suspect(void **state)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sleep", "sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    uint64_t vdso = 0;
+    for (int i = 0; i < 100 && !vdso; i++) { /* the child's own mappings, once it has exec'd */
+        char exe[64], path[256] = "";
+        snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+        ssize_t n = readlink(exe, path, sizeof(path) - 1);
+        if (n > 0 && strstr(path, "sleep"))
+            vdso = map_base(pid, "[vdso]");
+        else
+            usleep(10 * 1000);
+    }
+    if (!vdso) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        skip(); /* a kernel without a vdso */
+    }
+    struct proc *p;
+    assert_int_equal(proc_open(&p, pid, cache), 0);
+    struct proc_stats st0, st1;
+    proc_get_stats(p, &st0);
+    struct symres r;
+    for (uint64_t off = 0; off < 4096; off += 64) /* named or not, each a new frame */
+        (void)proc_symbolize(p, vdso + off, &r);
+    assert_int_equal(proc_recheck(p, monotime_ns() + 10 * 1000000000ull), 0);
+    proc_get_stats(p, &st1);
+    assert_int_equal(st1.refreshes, st0.refreshes);
+    assert_int_equal(st1.jit_reloads, st0.jit_reloads);
+    proc_close(p);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
 static void test_ksyms(void **state)
 {
     struct ksyms *k;
@@ -649,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_refresh_bounded),
         cmocka_unit_test(test_loaded_since_read),
         cmocka_unit_test(test_refresh_unchanged),
+        cmocka_unit_test(test_vdso_not_suspect),
         cmocka_unit_test(test_symbolize_cost),
         cmocka_unit_test(test_ksyms),
     };

@@ -271,6 +271,12 @@ bool maps_is_file(const struct map_entry *e)
     return e->path && e->path[0] == '/';
 }
 
+bool maps_is_kernel_code(const struct map_entry *e)
+{
+    return e->path &&
+           (!strcmp(e->path, "[vdso]") || !strcmp(e->path, "[vsyscall]") || !strcmp(e->path, "[uprobes]"));
+}
+
 void maps_free(struct maps *m)
 {
     free(m->v);

@@ -52,6 +52,9 @@ const struct map_entry *maps_find(const struct maps *m, uint64_t addr);
 const char *maps_basename(const char *path);
 /* True for paths that name a file (not "", "[heap]", "[vdso]"...). */
 bool maps_is_file(const struct map_entry *e);
+/* True for the code the kernel maps into every process ("[vdso]", "[vsyscall]", "[uprobes]"):
+ * executable memory no file backs that is never a JIT's. */
+bool maps_is_kernel_code(const struct map_entry *e);
 void maps_free(struct maps *m);
 
 #endif
