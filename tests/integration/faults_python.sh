@@ -98,8 +98,18 @@ for mode in bpf no-bpf; do
         loops=$(stat_of python_loops "$TMP/forge.err" 0); bad=$(stat_of python_bad_code "$TMP/forge.err" 0)
         errs=$(stat_of python_errors "$TMP/forge.err" 0); rerr=$(stat_of remote_read_errors "$TMP/forge.err" 0)
         kb=$(stat_of python_kernel_broken "$TMP/forge.err" 0)
-        check "forge $v ($mode): errors counted (loops $loops, bad code $bad, errors $errs, read errors $rerr, kernel broken $kb)" \
-            bash -c "[ ${loops:-0} -gt 0 ] && [ ${errs:-0} -gt 0 ] && [ ${rerr:-0} -gt 0 ]"
+        # With BPF the kernel's walk meets every forgery first and drops the chain (its cycle
+        # check finds the loops); user space reads such a chain at the drain, and a read more than
+        # 20 ms after its record is left out, one read serving a drain's burst: how many of those
+        # reads meet a loop or an unmapped pointer depends on when drains fall (a sanitized
+        # collector drains later: one run counted no loop). Without BPF every read is user space's.
+        if [ $mode = bpf ]; then
+            check "forge $v ($mode): errors counted (kernel broken $kb, errors $errs; loops $loops, bad code $bad, read errors $rerr)" \
+                bash -c "[ ${kb:-0} -gt 0 ] && [ ${errs:-0} -gt 0 ]"
+        else
+            check "forge $v ($mode): errors counted (loops $loops, bad code $bad, errors $errs, read errors $rerr)" \
+                bash -c "[ ${loops:-0} -gt 0 ] && [ ${errs:-0} -gt 0 ] && [ ${rerr:-0} -gt 0 ]"
+        fi
         # the absurd code object's 2**40-character names are refused, not printed
         check "forge $v ($mode): forged names refused (<unreadable> frames)" grep -q '<unreadable>' "$TMP/forge.folded"
         if [ $mode = bpf ]; then
