@@ -548,16 +548,36 @@ static uint64_t map_base(pid_t pid, const char *name)
     return base;
 }
 
-/* Another process whose mappings hold still (a sleeping child): a refresh that finds the same
- * mappings keeps the symbol cache; libc's qsort resolves at the child's base. */
-static void test_refresh_unchanged(void **state)
+/* A child sleeping in /bin/sleep, returned once it has exec'd and ld.so has mapped its libc:
+ * another process whose mappings hold still. 0 when it did not get there within 5 s. */
+static pid_t sleeper(void)
 {
+    char exe[64], path[256];
     pid_t pid = fork();
+
     if (pid == 0) {
         execl("/bin/sleep", "sleep", "30", (char *)NULL);
         _exit(127);
     }
-    usleep(100 * 1000);
+    snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+    for (int i = 0; i < 500; i++) {
+        ssize_t n = readlink(exe, path, sizeof(path) - 1);
+        path[n > 0 ? n : 0] = 0;
+        if (strstr(path, "sleep") && map_base(pid, "/libc.so"))
+            return pid;
+        usleep(10 * 1000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return 0;
+}
+
+/* Another process whose mappings hold still (a sleeping child): a refresh that finds the same
+ * mappings keeps the symbol cache; libc's qsort resolves at the child's base. */
+static void test_refresh_unchanged(void **state)
+{
+    pid_t pid = sleeper();
+    assert_true(pid > 0);
     void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
     uint64_t fn = (uint64_t)(uintptr_t)dlsym(libc, "qsort");
     uint64_t ip = fn - map_base(getpid(), "/libc.so") + map_base(pid, "/libc.so");
@@ -583,21 +603,9 @@ static void test_refresh_unchanged(void **state)
  * and never make the samples' re-check read the mappings again: the vdso is no JIT's code. */
 static void test_vdso_not_suspect(void **state)
 {
-    pid_t pid = fork();
-    if (pid == 0) {
-        execl("/bin/sleep", "sleep", "30", (char *)NULL);
-        _exit(127);
-    }
-    uint64_t vdso = 0;
-    for (int i = 0; i < 100 && !vdso; i++) { /* the child's own mappings, once it has exec'd */
-        char exe[64], path[256] = "";
-        snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
-        ssize_t n = readlink(exe, path, sizeof(path) - 1);
-        if (n > 0 && strstr(path, "sleep"))
-            vdso = map_base(pid, "[vdso]");
-        else
-            usleep(10 * 1000);
-    }
+    pid_t pid = sleeper();
+    assert_true(pid > 0);
+    uint64_t vdso = map_base(pid, "[vdso]");
     if (!vdso) {
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);

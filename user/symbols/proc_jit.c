@@ -120,9 +120,9 @@ int proc_recheck_jit(struct proc *p, uint64_t now)
 struct jitsym *proc_find_jit(struct proc *p, uint64_t ip, const struct map_entry *e)
 {
     struct jitsym *js = jitsyms_find(p->jit, ip);
-    /* The vdso is executable memory no file backs, but never a JIT's: a thread waiting with a
-     * timeout (CPython's GIL) samples in it, and each new frame there would read the mappings and
-     * the publications again (proc_suspect). */
+    /* The kernel's own code (the vdso) is executable memory no file backs, but never a JIT's: a
+     * thread waiting with a timeout (CPython's GIL) samples in it, and each new frame there would
+     * read the mappings and the publications again (proc_suspect). */
     if (js || !e || (maps_is_file(e) && !e->deleted) || !(e->prot & MAPS_X) || maps_is_kernel_code(e))
         return js;
     if (proc_now_ns() - p->last_jit_ns >= REFRESH_MIN_NS && reload(p) == 0)
