@@ -330,6 +330,14 @@ static void insert_state(struct collector *c, size_t *n, uint32_t frame)
     (*n)++;
 }
 
+/* --python-only: a Python target's native frames are not shown, nor those of a target that may
+ * still turn out to be Python (a launched command's start-up, before its runtime is found: its
+ * samples are "[native]" as a Python target's samples without Python frames are). */
+static bool native_hidden(const struct collector *c, const struct collect_target *t)
+{
+    return c->opts.python_only && t->py != PY_NONE;
+}
+
 /* The user-space frames of a record (native c->ips[0..nu), Python c->py[0..np)) root first at
  * c->frames + *n. Returns 1 when every frame was named for good (the sample cache may keep
  * them: no unknown native frame, no merge error, each Python frame final), 0 when not, or a
@@ -344,7 +352,7 @@ static int user_frames(struct collector *c, struct collect_target *t, size_t nu,
     int m;
 
     /* An off-CPU stack's native frames name its state even when they are not shown. */
-    if (!(t->ps && c->opts.python_only) || off) {
+    if (!native_hidden(c, t) || off) {
         for (size_t i = 0; i < nu; i++) {
             f = native_user_frame(c->prof, t->proc, &t->fc, c->ips[i], i == 0, &c->nst);
             if (f < 0)
@@ -352,7 +360,7 @@ static int user_frames(struct collector *c, struct collect_target *t, size_t nu,
             c->native[i] = (uint32_t)f;
         }
     }
-    if (t->ps && c->opts.python_only) {
+    if (native_hidden(c, t)) {
         n = put_python(c, n, np);
         if (!np) {
             if ((f = other_frame(c, MARK_NATIVE)) < 0)
@@ -389,7 +397,7 @@ static bool sample_key(struct collector *c, const struct collect_target *t, cons
     bool cut = false;
     int n = 0;
 
-    if (off || !t->proc || (t->ps && c->opts.python_only))
+    if (off || !t->proc || native_hidden(c, t))
         return false;
     if (t->ps && (!c->pk || !pykernel_has_chain(ev) || (ev->py_flags & SAMPLE_PY_UNNAMED) ||
                   (n = pykernel_decode(ev, len, c->raw, SAMPLE_PY_FRAMES_MAX, &cut)) < 0))
@@ -447,7 +455,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
 
     c->truncated = false;
     nu = native_unwind(t->proc, c->opts.unwind, ev, len, c->ips, COLLECT_MAX_DEPTH, &c->truncated, &c->nst);
-    if (t->ps && c->opts.python_only)
+    if (native_hidden(c, t))
         c->truncated = false; /* native frames are not shown */
     /* The stack met before gives its frames at once; else they are built and remembered. */
     if ((cacheable = sample_key(c, t, ev, len, nu, off, &key))) {
