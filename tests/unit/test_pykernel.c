@@ -405,7 +405,7 @@ static struct fake *spare(struct fake *bufs[2], const struct seen *s)
 /* Makes `f` the thread state the program reads for this thread, in one map update. */
 static void publish(struct sampler *smp, struct seen *s, struct fake *f)
 {
-    assert_int_equal(sampler_set_py_thread(smp, s->tid, (uint64_t)(uintptr_t)f->ts), 0);
+    assert_int_equal(sampler_set_py_thread(smp, getpid(), s->tid, (uint64_t)(uintptr_t)f->ts, 0), 0);
     s->f = f;
 }
 

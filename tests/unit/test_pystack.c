@@ -732,6 +732,34 @@ static void check_names(struct pystack *ps, const struct target *t, int from, in
     }
 }
 
+struct ids_seen {
+    const struct target *t;
+    int matched;
+};
+
+static int check_thread_id(void *arg, pid_t tid, uint64_t tstate, uint64_t pthread)
+{
+    struct ids_seen *s = arg;
+
+    for (int k = 0; k < s->t->nnames; k++)
+        if (s->t->names[k].tid == tid) {
+            assert_int_equal(pthread, s->t->names[k].ident);
+            s->matched++;
+        }
+    return 0;
+}
+
+/* Each thread's thread_id as the reader lists it is the threading.get_ident() the thread printed
+ * (its pthread_self(): the collector bounds the thread's stack copies with the mapping holding
+ * it). */
+static void check_thread_ids(struct pystack *ps, const struct target *t)
+{
+    struct ids_seen s = {t, 0};
+
+    assert_int_equal(pystack_each_thread(ps, check_thread_id, &s), 0);
+    assert_int_equal(s.matched, t->nnames);
+}
+
 /* threading.Thread names (3.11-3.13; 3.14+ name the OS thread themselves): six threads, then six
  * others that mostly took the ended ones' idents, named right by the same reader (its names from
  * the first pass are not lent to the new threads). */
@@ -745,6 +773,7 @@ static void names(void **state)
     char out[48];
     uint64_t ts;
     assert_int_equal(t->nnames, 6);
+    check_thread_ids(ps, t);
     assert_int_equal(pystack_thread_state(ps, t->names[0].tid, &ts), 0);
     if (pythreads_name(pystack_runtime(ps), t->pid, ts, pystack_threads(ps), out, sizeof(out)) == -ENOTSUP) {
         /* what the reader says of the versions that name their OS threads */
@@ -823,7 +852,7 @@ int main(void)
         {"recursion 1000, cap 512 truncates", deep},
         {"forged memory ends, errors counted", forged},
         {"thread churn", churn},
-        {"thread names, idents reused", names},
+        {"thread ids and names, idents reused", names},
     };
     size_t n = 0;
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)

@@ -1,8 +1,11 @@
 /* Unit tests for user/capture/sampler.c: argument checks, failure messages, and
  * (as root) the real BPF program sampling this test process: ids, registers, stacks, copy. */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -132,12 +135,95 @@ static void test_samples_this_process(void **state)
         assert_true(seen.kernel_and_fp >= seen.in_kernel * 9 / 10);
 }
 
+/* A thread taught with its pthread_self() (as a Python thread state's thread_id teaches it): its
+ * stack end is known before its first sample, so every copy of its stack stops there, the top
+ * of the thread's stack block as glibc reports it (pthread_getattr_np), and none is a halved
+ * retry. */
+struct worker {
+    atomic_int tid;
+    atomic_bool stop;
+    uint64_t end;
+};
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    pthread_attr_t a;
+    void *addr;
+    size_t size;
+    volatile uint64_t x = 1;
+
+    if (!pthread_getattr_np(pthread_self(), &a)) {
+        if (!pthread_attr_getstack(&a, &addr, &size))
+            w->end = (uint64_t)(uintptr_t)addr + size;
+        pthread_attr_destroy(&a);
+    }
+    atomic_store(&w->tid, (int)syscall(SYS_gettid));
+    while (!atomic_load(&w->stop))
+        for (int i = 0; i < 100000; i++)
+            x = x * 6364136223846793005ull + 1;
+    return NULL;
+}
+
+struct bounded {
+    pid_t tid;
+    uint64_t end;
+    unsigned n, at_end, short_copies;
+};
+
+static int count_bounded(void *ctx, const struct sample_event *ev, size_t len)
+{
+    struct bounded *b = ctx;
+
+    if ((pid_t)ev->tid != b->tid)
+        return 0;
+    b->n++;
+    b->at_end += (ev->flags & SAMPLE_F_COPY_BOUNDED) && ev->stack_addr + ev->stack_len == b->end;
+    b->short_copies += !!(ev->flags & SAMPLE_F_COPY_SHORT);
+    return 0;
+}
+
+static void test_taught_stack_end(void **state)
+{
+    struct sampler_opts o = {.frequency = 997, .stack_copy = SAMPLE_STACK_COPY_MAX};
+    struct worker w = {0};
+    struct bounded b = {0};
+    struct sampler *s;
+    pthread_t t;
+
+    if (geteuid() != 0)
+        skip();
+    assert_int_equal(pthread_create(&t, NULL, work, &w), 0);
+    while (!atomic_load(&w.tid))
+        sched_yield();
+    assert_true(w.end != 0);
+    b.tid = atomic_load(&w.tid);
+    b.end = w.end;
+    assert_int_equal(sampler_open(&s, &o, count_bounded, &b, NULL), 0);
+    assert_int_equal(sampler_add_target(s, getpid()), 0);
+    assert_int_equal(sampler_set_py_thread(s, getpid(), b.tid, 0, (uint64_t)(uintptr_t)t), 0);
+    assert_int_equal(sampler_attach(s), 0);
+    /* until the worker has been sampled a few times (a loaded machine takes longer) */
+    for (int i = 0; i < 400 && b.n < 20; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        assert_true(sampler_poll(s) >= 0);
+    }
+    sampler_close(s);
+    atomic_store(&w.stop, true);
+    pthread_join(t, NULL);
+    assert_true(b.n >= 1);
+    assert_int_equal(b.at_end, b.n);
+    assert_int_equal(b.short_copies, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_rejects_bad_options),
         cmocka_unit_test(test_messages_name_the_cause),
         cmocka_unit_test(test_samples_this_process),
+        cmocka_unit_test(test_taught_stack_end),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -94,6 +94,29 @@ static size_t choose_ring_size(const struct sampler_opts *o, unsigned ncpus)
     return pow2_at_least(want);
 }
 
+/* The fields given of a thread's entry; the others as they were (the program may clear a stale thread state
+ * in between: written back, it is found stale and cleared again). */
+static int set_thread(struct sampler *s, pid_t tid, const uint64_t *end, const uint64_t *tstate)
+{
+    __u32 key = tid;
+    struct sample_thread v = {0};
+
+    if (bpf_map__lookup_elem(s->skel->maps.threads, &key, sizeof(key), &v, sizeof(v), 0))
+        v = (struct sample_thread){0};
+    if (end)
+        v.stack_end = *end;
+    if (tstate)
+        v.tstate = *tstate;
+    if (bpf_map__update_elem(s->skel->maps.threads, &key, sizeof(key), &v, sizeof(v), BPF_ANY))
+        return -errno;
+    return 0;
+}
+
+static int set_stack_end(struct sampler *s, pid_t tid, uint64_t end)
+{
+    return set_thread(s, tid, &end, NULL);
+}
+
 static int on_record(void *ctx, void *data, size_t len)
 {
     struct sampler *s = ctx;
@@ -112,7 +135,7 @@ static int on_record(void *ctx, void *data, size_t len)
         return r;
     if (s->opts.stack_copy) {
         b = stackends_learn(&s->ends, data, r > 0, s->opts.stack_copy, &end);
-        if (b != STACKENDS_NONE && !sampler_set_stack_end(s, ((const struct sample_event *)data)->tid, end))
+        if (b != STACKENDS_NONE && !set_stack_end(s, ((const struct sample_event *)data)->tid, end))
             stackends_set(&s->ends, b);
     }
     return 0;
@@ -259,29 +282,6 @@ int sampler_add_pending(struct sampler *s, pid_t tgid)
     return 0;
 }
 
-/* One field of a thread's entry; the other as it was (the program may clear a stale thread state
- * in between: written back, it is found stale and cleared again). */
-static int set_thread(struct sampler *s, pid_t tid, const uint64_t *end, const uint64_t *tstate)
-{
-    __u32 key = tid;
-    struct sample_thread v = {0};
-
-    if (bpf_map__lookup_elem(s->skel->maps.threads, &key, sizeof(key), &v, sizeof(v), 0))
-        v = (struct sample_thread){0};
-    if (end)
-        v.stack_end = *end;
-    if (tstate)
-        v.tstate = *tstate;
-    if (bpf_map__update_elem(s->skel->maps.threads, &key, sizeof(key), &v, sizeof(v), BPF_ANY))
-        return -errno;
-    return 0;
-}
-
-int sampler_set_stack_end(struct sampler *s, pid_t tid, uint64_t end)
-{
-    return set_thread(s, tid, &end, NULL);
-}
-
 int sampler_set_py_layout(struct sampler *s, pid_t tgid, const struct sample_pylayout *L)
 {
     __u32 key = tgid;
@@ -291,9 +291,16 @@ int sampler_set_py_layout(struct sampler *s, pid_t tgid, const struct sample_pyl
     return 0;
 }
 
-int sampler_set_py_thread(struct sampler *s, pid_t tid, uint64_t tstate)
+int sampler_set_py_thread(struct sampler *s, pid_t tgid, pid_t tid, uint64_t tstate, uint64_t pthread)
 {
-    return set_thread(s, tid, NULL, &tstate);
+    uint64_t end = 0;
+    enum stackends_bound b =
+        s->opts.stack_copy ? stackends_hint(&s->ends, tgid, tid, pthread, &end) : STACKENDS_NONE;
+    int rc = set_thread(s, tid, b != STACKENDS_NONE ? &end : NULL, &tstate);
+
+    if (!rc)
+        stackends_set(&s->ends, b);
+    return rc;
 }
 
 int sampler_set_py_gil(struct sampler *s, pid_t tgid, const struct sample_pygil *g)

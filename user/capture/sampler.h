@@ -90,13 +90,13 @@ int sampler_add_target(struct sampler *s, pid_t tgid);
 int sampler_set_target_start(struct sampler *s, pid_t tgid, uint64_t start_ticks);
 /* Makes tgid a target when it next calls exec (needs opts.launch). */
 int sampler_add_pending(struct sampler *s, pid_t tgid);
-/* Tells the program where a thread's stack mapping ends (copies stop there); the sampler does
- * this itself for the threads its callback says are new. */
-int sampler_set_stack_end(struct sampler *s, pid_t tid, uint64_t end);
 /* In-kernel Python reader: the layout of process tgid's Python structures, and the thread
- * state of each of its threads (a stale one is dropped by the program itself). */
+ * state of each of its threads (a stale one is dropped by the program itself). With `pthread`
+ * (the thread's pthread_self(); 0: unknown) the thread's stack end is taught in the same update,
+ * before its first sample (see stackends.h); else the sampler learns it from that sample, as for
+ * every thread its callback says is new. */
 int sampler_set_py_layout(struct sampler *s, pid_t tgid, const struct sample_pylayout *L);
-int sampler_set_py_thread(struct sampler *s, pid_t tid, uint64_t tstate);
+int sampler_set_py_thread(struct sampler *s, pid_t tgid, pid_t tid, uint64_t tstate, uint64_t pthread);
 /* Code object `code` of process tgid, with the identity its chains carry, has been named: its
  * chains no longer wake the consumer (SAMPLE_PY_UNNAMED). */
 void sampler_py_named(struct sampler *s, pid_t tgid, uint64_t code, uint64_t ident);

@@ -128,9 +128,9 @@ static int teach_gil(void *s, pid_t pid, const struct sample_pygil *g)
     return sampler_set_py_gil(s, pid, g);
 }
 
-static int teach_thread(void *s, pid_t tid, uint64_t tstate)
+static int teach_thread(void *s, pid_t pid, pid_t tid, uint64_t tstate, uint64_t pthread)
 {
-    return sampler_set_py_thread(s, tid, tstate);
+    return sampler_set_py_thread(s, pid, tid, tstate, pthread);
 }
 
 static void teach_named(void *s, pid_t pid, uint64_t code, uint64_t ident)

@@ -282,13 +282,13 @@ static bool proc_ready(struct pykernel *pk, struct pystack *ps, pid_t pid)
 
 /* tid's thread state (SAMPLE_PY_NO_TSTATE: none) into the kernel; `again` when the kernel
  * dropped its entry or the thread has a state since. */
-static void learn(struct pykernel *pk, uint32_t tid, uint64_t tstate, bool again)
+static void learn(struct pykernel *pk, pid_t pid, uint32_t tid, uint64_t tstate, uint64_t pthread, bool again)
 {
     size_t j = tid_slot(pk, tid);
 
     if (pk->tids[j].tid && !again && pk->tids[j].none == (tstate == SAMPLE_PY_NO_TSTATE))
         return;
-    if (pk->teach.tstate(pk->teach.arg, (pid_t)tid, tstate))
+    if (pk->teach.tstate(pk->teach.arg, pid, (pid_t)tid, tstate, pthread))
         return;
     if (tstate != SAMPLE_PY_NO_TSTATE)
         pk->st.threads_taught++;
@@ -318,14 +318,21 @@ static void teach(struct pykernel *pk, struct pystack *ps, const struct sample_e
     if (k->tid && !k->none && !again)
         return; /* known: no lookup */
     if (!pystack_thread_state(ps, ev->tid, &tstate))
-        learn(pk, ev->tid, tstate, again);
+        learn(pk, (pid_t)ev->pid, ev->tid, tstate, 0, again);
     else if (ev->py_flags & SAMPLE_PY_UNTAUGHT)
-        learn(pk, ev->tid, SAMPLE_PY_NO_TSTATE, again);
+        learn(pk, (pid_t)ev->pid, ev->tid, SAMPLE_PY_NO_TSTATE, 0, again);
 }
 
-static int learn_one(void *pk, pid_t tid, uint64_t tstate)
+struct learn_all {
+    struct pykernel *pk;
+    pid_t pid;
+};
+
+static int learn_one(void *arg, pid_t tid, uint64_t tstate, uint64_t pthread)
 {
-    learn(pk, (uint32_t)tid, tstate, false);
+    const struct learn_all *a = arg;
+
+    learn(a->pk, a->pid, (uint32_t)tid, tstate, pthread, false);
     return 0;
 }
 
@@ -339,8 +346,10 @@ void pykernel_count_cached(struct pykernel *pk, struct pystack *ps, size_t frame
 
 void pykernel_teach_threads(struct pykernel *pk, struct pystack *ps)
 {
-    if (pk && pk->teach.layout && proc_ready(pk, ps, pystack_pid(ps)))
-        (void)pystack_each_thread(ps, learn_one, pk); /* a thread not listed is taught at its first sample */
+    struct learn_all a = {pk, pystack_pid(ps)};
+
+    if (pk && pk->teach.layout && proc_ready(pk, ps, a.pid))
+        (void)pystack_each_thread(ps, learn_one, &a); /* a thread not listed is taught at its first sample */
 }
 
 /* Whether the captured chain starts (leaf side) with an eval-loop entry shim: the merge pairs the

@@ -54,7 +54,8 @@ static inline bool pykernel_has_chain(const struct sample_event *ev)
  * again). */
 struct pykernel_teacher {
     int (*layout)(void *arg, pid_t pid, const struct sample_pylayout *L);
-    int (*tstate)(void *arg, pid_t tid, uint64_t tstate);
+    /* `pthread`: the thread's pthread_self() when known (0: not), a hint to its stack's end */
+    int (*tstate)(void *arg, pid_t pid, pid_t tid, uint64_t tstate, uint64_t pthread);
     int (*gil)(void *arg, pid_t pid, const struct sample_pygil *g); /* --mode gil; NULL otherwise */
     /* A code object of a chain the kernel flagged SAMPLE_PY_UNNAMED has been named. */
     void (*named)(void *arg, pid_t pid, uint64_t code, uint64_t ident);
@@ -80,7 +81,9 @@ void pykernel_count_cached(struct pykernel *pk, struct pystack *ps, size_t frame
 
 /* The process's layout and every thread it has now into the kernel, so that their first samples
  * carry their chain (a thread taught only at its first fallback read has those first samples
- * paired with a read made later, at the drain). Threads started later are taught at their first
+ * paired with a read made later, at the drain) and, with each thread's pthread_self() as the
+ * hint to its stack's end, stack copies bounded by that end (not copies halved until they fit,
+ * each try a faulting read in the target). Threads started later are taught at their first
  * sample. A no-op when nothing is taught (pk NULL, or opened without a teacher). */
 void pykernel_teach_threads(struct pykernel *pk, struct pystack *ps);
 

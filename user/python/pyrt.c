@@ -33,6 +33,7 @@ static const struct pyrt_layout layout_311 = {
     .is_threads_head = 16,
     .ts_next = 8,
     .ts_interp = 16,
+    .ts_thread_id = 152,
     .ts_native_thread_id = 160,
     .ts_cframe = 56,
     .cf_current_frame = 8,
@@ -67,6 +68,7 @@ static const struct pyrt_layout layout_312 = {
     .is_threads_head = 72,
     .ts_next = 8,
     .ts_interp = 16,
+    .ts_thread_id = 136,
     .ts_native_thread_id = 144,
     .ts_cframe = 56,
     .cf_current_frame = 0,
@@ -104,6 +106,7 @@ static uint32_t max_u32(uint32_t a, uint32_t b)
 static void derive_sizes(struct pyrt_layout *L)
 {
     L->ts_read_size = max_u32(max_u32(L->ts_next, L->ts_interp), L->ts_native_thread_id) + 8;
+    L->ts_read_size = max_u32(L->ts_read_size, L->ts_thread_id + 8);
     L->ts_read_size = max_u32(L->ts_read_size, (L->ts_cframe ? L->ts_cframe : L->ts_current_frame) + 8);
     L->f_read_size = max_u32(max_u32(L->f_code, L->f_previous), L->f_instr) + 8;
     L->f_read_size = max_u32(L->f_read_size, L->f_owner + 1);

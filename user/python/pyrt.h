@@ -43,6 +43,9 @@ struct pyrt_layout {
     uint32_t is_next, is_threads_head;
     /* PyThreadState: ts_cframe is 0 when the top frame sits in the thread state (3.13+) */
     uint32_t ts_next, ts_interp, ts_native_thread_id, ts_cframe, cf_current_frame, ts_current_frame;
+    /* PyThreadState.thread_id: the thread's pthread_self(), which glibc keeps at the top of the
+     * thread's own stack mapping (0: unknown) */
+    uint32_t ts_thread_id;
     uint32_t ts_read_size; /* bytes covering every field above */
     /* PyThreadState.datastack_chunk, followed by datastack_top and datastack_limit (3.11+: the
      * chunk of the data stack that holds the newest frames, its first free word, its end); 0 when

@@ -153,6 +153,7 @@ enum {
     TS_INTERP,
     TS_FRAME,
     TS_NATIVE_TID,
+    TS_THREAD_ID,
     TS_DATASTACK,
     FR_SIZE,
     FR_PREVIOUS,
@@ -198,6 +199,7 @@ enum {
         [TS_INTERP] = offsetof(S, thread_state.interp),                                                      \
         [TS_FRAME] = offsetof(S, thread_state.current_frame),                                                \
         [TS_NATIVE_TID] = offsetof(S, thread_state.native_thread_id),                                        \
+        [TS_THREAD_ID] = offsetof(S, thread_state.thread_id),                                                \
         [TS_DATASTACK] = offsetof(S, thread_state.datastack_chunk),                                          \
         [FR_SIZE] = offsetof(S, interpreter_frame.size),                                                     \
         [FR_PREVIOUS] = offsetof(S, interpreter_frame.previous),                                             \
@@ -409,6 +411,7 @@ int pyrt_debug_offsets(struct pyrt_layout *L, const void *buf, size_t len, uint3
     L->ts_next = (uint32_t)v[TS_NEXT];
     L->ts_interp = (uint32_t)v[TS_INTERP];
     L->ts_native_thread_id = (uint32_t)v[TS_NATIVE_TID];
+    L->ts_thread_id = inside(v[TS_THREAD_ID], 8, v[TS_SIZE]) ? (uint32_t)v[TS_THREAD_ID] : 0;
     L->ts_current_frame = (uint32_t)v[TS_FRAME];
     L->ts_cframe = 0;
     /* datastack_top and datastack_limit follow datastack_chunk in every release (3.11 to 3.15) but

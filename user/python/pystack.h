@@ -85,8 +85,10 @@ void pystack_count_cached(struct pystack *ps);
 /* The thread state of `tid` (for the in-kernel reader), from the caches. */
 int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate);
 /* Calls fn for every thread that has a Python thread state now (one walk of every interpreter's
- * thread list); stops at the first non-zero return and returns it. */
-int pystack_each_thread(struct pystack *ps, int (*fn)(void *arg, pid_t tid, uint64_t tstate), void *arg);
+ * thread list), with its thread_id (pthread_self(); 0: unknown); stops at the first non-zero
+ * return and returns it. */
+int pystack_each_thread(struct pystack *ps,
+                        int (*fn)(void *arg, pid_t tid, uint64_t tstate, uint64_t pthread), void *arg);
 /* The thread state that holds the GIL now (0: none), one remote call (pyrt_gil_holder). */
 int pystack_gil_holder(struct pystack *ps, uint64_t *tstate);
 

@@ -28,6 +28,7 @@
 struct thread_slot {
     pid_t tid;
     uint64_t tstate;
+    uint64_t pthread; /* its thread_id (pthread_self()); 0: unknown */
     uint64_t interp;  /* the interpreter whose list held it */
     uint64_t cframe;  /* 3.11/3.12: tstate->cframe */
     uint64_t *frames; /* frame addresses, leaf first, shims included */

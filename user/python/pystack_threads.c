@@ -76,8 +76,10 @@ int pystack_refresh_threads(struct pystack *ps)
                 }
                 nslots = g;
             }
-            nslots[n++] = (struct thread_slot){
-                .tid = (pid_t)u64_at(ts, L->ts_native_thread_id), .tstate = t, .interp = interp};
+            nslots[n++] = (struct thread_slot){.tid = (pid_t)u64_at(ts, L->ts_native_thread_id),
+                                               .tstate = t,
+                                               .pthread = L->ts_thread_id ? u64_at(ts, L->ts_thread_id) : 0,
+                                               .interp = interp};
         }
         interp = next;
     }
@@ -168,11 +170,12 @@ int pystack_thread_slot(struct pystack *ps, pid_t tid)
     return s;
 }
 
-int pystack_each_thread(struct pystack *ps, int (*fn)(void *arg, pid_t tid, uint64_t tstate), void *arg)
+int pystack_each_thread(struct pystack *ps,
+                        int (*fn)(void *arg, pid_t tid, uint64_t tstate, uint64_t pthread), void *arg)
 {
     int rc = pystack_refresh_threads(ps);
 
     for (uint32_t i = 0; !rc && i < ps->nslots; i++)
-        rc = fn(arg, ps->slots[i].tid, ps->slots[i].tstate);
+        rc = fn(arg, ps->slots[i].tid, ps->slots[i].tstate, ps->slots[i].pthread);
     return rc;
 }
