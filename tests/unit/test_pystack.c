@@ -386,7 +386,7 @@ static int raw_chain(pid_t pid, struct pystack *ps, pid_t tid, struct pystack_ra
     const struct pyrt_layout *L = &pystack_runtime(ps)->L;
     uint64_t ts, f;
     int n = 0;
-    assert_int_equal(pystack_thread_state(ps, tid, &ts), 0);
+    assert_int_equal(pystack_thread_state(ps, tid, &ts, NULL), 0);
     if (L->ts_cframe)
         f = rd64(pid, rd64(pid, ts + L->ts_cframe) + L->cf_current_frame);
     else
@@ -722,9 +722,10 @@ static void check_names(struct pystack *ps, const struct target *t, int from, in
 {
     for (int k = from; k < to; k++) {
         char out[48];
-        uint64_t ts;
-        assert_int_equal(pystack_thread_state(ps, t->names[k].tid, &ts), 0);
-        int rc = pythreads_name(pystack_runtime(ps), t->pid, ts, pystack_threads(ps), out, sizeof(out));
+        uint64_t ts, ident;
+        assert_int_equal(pystack_thread_state(ps, t->names[k].tid, &ts, &ident), 0);
+        int rc =
+            pythreads_name(pystack_runtime(ps), t->pid, ts, ident, pystack_threads(ps), out, sizeof(out));
         if (rc)
             print_error("thread %d (%s): %d\n", t->names[k].tid, t->names[k].name, rc);
         assert_int_equal(rc, 0);
@@ -774,8 +775,9 @@ static void names(void **state)
     uint64_t ts;
     assert_int_equal(t->nnames, 6);
     check_thread_ids(ps, t);
-    assert_int_equal(pystack_thread_state(ps, t->names[0].tid, &ts), 0);
-    if (pythreads_name(pystack_runtime(ps), t->pid, ts, pystack_threads(ps), out, sizeof(out)) == -ENOTSUP) {
+    assert_int_equal(pystack_thread_state(ps, t->names[0].tid, &ts, NULL), 0);
+    if (pythreads_name(pystack_runtime(ps), t->pid, ts, 0, pystack_threads(ps), out, sizeof(out)) ==
+        -ENOTSUP) {
         /* what the reader says of the versions that name their OS threads */
         assert_true(pystack_runtime(ps)->L.minor >= 14 || pystack_runtime(ps)->L.free_threaded);
         pystack_close(ps);

@@ -584,7 +584,7 @@ int collect_python_sample(struct collector *c, pid_t pid, pid_t tid, const char 
     if (c->opts.gil == SAMPLE_GIL_MARK && t->gil_read) {
         uint64_t tstate;
 
-        if (!pystack_thread_state(t->ps, tid, &tstate)) {
+        if (!pystack_thread_state(t->ps, tid, &tstate, NULL)) {
             bool held = t->gil_holder && tstate == t->gil_holder;
 
             collect_gil_count(c, (uint32_t)tid, held);

@@ -71,7 +71,7 @@ static bool threads_kept(const struct threads_filter *flt, uint32_t tid, const c
  * thread registers in threading._active as it starts). True when it was read just now. */
 static bool read_pyname(struct pystack *ps, struct thread *t)
 {
-    uint64_t tstate, now;
+    uint64_t tstate, ident, now;
     char name[sizeof(t->pyname)];
     int rc;
 
@@ -89,10 +89,10 @@ static bool read_pyname(struct pystack *ps, struct thread *t)
                     : t->pyname_gap * 2 > PYNAME_GAP_MAX ? PYNAME_GAP_MAX
                                                          : t->pyname_gap * 2;
     t->pyname_next = now + t->pyname_gap;
-    if (pystack_thread_state(ps, (pid_t)t->tid, &tstate))
+    if (pystack_thread_state(ps, (pid_t)t->tid, &tstate, &ident))
         return false;
-    rc =
-        pythreads_name(pystack_runtime(ps), pystack_pid(ps), tstate, pystack_threads(ps), name, sizeof(name));
+    rc = pythreads_name(pystack_runtime(ps), pystack_pid(ps), tstate, ident, pystack_threads(ps), name,
+                        sizeof(name));
     if (rc == -ENOTSUP)
         t->pyname_done = true; /* 3.14+ name the OS thread themselves */
     if (rc)

@@ -317,7 +317,7 @@ static void teach(struct pykernel *pk, struct pystack *ps, const struct sample_e
     again = (ev->py_flags & SAMPLE_PY_STALE) || ((ev->py_flags & SAMPLE_PY_UNTAUGHT) && ev->time_ns > k->ns);
     if (k->tid && !k->none && !again)
         return; /* known: no lookup */
-    if (!pystack_thread_state(ps, ev->tid, &tstate))
+    if (!pystack_thread_state(ps, ev->tid, &tstate, NULL))
         learn(pk, (pid_t)ev->pid, ev->tid, tstate, 0, again);
     else if (ev->py_flags & SAMPLE_PY_UNTAUGHT)
         learn(pk, (pid_t)ev->pid, ev->tid, SAMPLE_PY_NO_TSTATE, 0, again);

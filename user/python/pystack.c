@@ -583,12 +583,14 @@ void pystack_count_cached(struct pystack *ps)
     ps->st.samples++;
 }
 
-int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate)
+int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate, uint64_t *pthread)
 {
     int s = pystack_thread_slot(ps, tid);
     if (s < 0)
         return s;
     *tstate = ps->slots[s].tstate;
+    if (pthread)
+        *pthread = ps->slots[s].pthread;
     return 0;
 }
 

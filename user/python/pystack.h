@@ -82,8 +82,9 @@ int pystack_symbolize(struct pystack *ps, const struct pystack_raw *raw, size_t 
  * pystack_symbolize would have (python_samples). */
 void pystack_count_cached(struct pystack *ps);
 
-/* The thread state of `tid` (for the in-kernel reader), from the caches. */
-int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate);
+/* The thread state of `tid` (for the in-kernel reader), from the caches, and (pthread: may be
+ * NULL) its thread_id, pthread_self() (0: unknown). */
+int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate, uint64_t *pthread);
 /* Calls fn for every thread that has a Python thread state now (one walk of every interpreter's
  * thread list), with its thread_id (pthread_self(); 0: unknown); stops at the first non-zero
  * return and returns it. */

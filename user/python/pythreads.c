@@ -13,17 +13,17 @@
 #define MAX_ENTRIES 8192 /* entries of a dict read at most (sys.modules has a few hundred) */
 #define MAX_NAME    64
 
-/* Offsets per minor version (x86-64 and aarch64 default builds). */
+/* Offsets per minor version (x86-64 and aarch64 default builds); PyThreadState.thread_id
+ * (threading.get_ident()) is the runtime layout's ts_thread_id. */
 struct thr_offsets {
     uint32_t is_modules;     /* PyInterpreterState: sys.modules (modules; imports.modules 3.12+) */
-    uint32_t ts_thread_id;   /* PyThreadState.thread_id: pthread_self(), threading.get_ident() */
     uint32_t ht_cached_keys; /* PyHeapTypeObject: the shared keys of its instances' values */
 };
 
 static const struct thr_offsets offs[3] = {
-    {888, 152, 872},  /* 3.11 */
-    {944, 136, 880},  /* 3.12 */
-    {7656, 152, 880}, /* 3.13 */
+    {888, 872},  /* 3.11 */
+    {944, 880},  /* 3.12 */
+    {7656, 880}, /* 3.13 */
 };
 
 /* Stable from 3.11 to 3.13. */
@@ -491,22 +491,22 @@ static const struct pt_thread *still(struct ctx *c, const struct pythreads *pt, 
     return NULL;
 }
 
-int pythreads_name(const struct pyrt *rt, pid_t pid, uint64_t tstate, struct pythreads **ptp, char *out,
-                   size_t size)
+int pythreads_name(const struct pyrt *rt, pid_t pid, uint64_t tstate, uint64_t ident, struct pythreads **ptp,
+                   char *out, size_t size)
 {
     struct ctx c = {.L = &rt->L, .minor = rt->L.minor};
     const struct pt_thread *t;
-    uint64_t tid;
+    uint64_t tid = ident;
     int rc;
 
-    if (rt->L.major != 3 || c.minor < 11 || c.minor > 13 || rt->L.free_threaded)
+    if (rt->L.major != 3 || c.minor < 11 || c.minor > 13 || rt->L.free_threaded || !rt->L.ts_thread_id)
         return -ENOTSUP;
     if (!*ptp && !(*ptp = calloc(1, sizeof(**ptp))))
         return -ENOMEM;
     remote_init(&c.r, pid);
     const struct thr_offsets *o = &offs[c.minor - 11];
 
-    if ((rc = rd64(&c, tstate + o->ts_thread_id, &tid)))
+    if (!tid && (rc = rd64(&c, tstate + rt->L.ts_thread_id, &tid)))
         return rc;
     /* A thread the last pass did not see (started since) or whose entry changed: a new pass. */
     if (!(t = still(&c, *ptp, tid))) {

@@ -29,12 +29,13 @@
 struct pythreads;
 
 /* The name of the thread whose PyThreadState is at `tstate` in process `pid`, as ASCII into
- * out[size]. *pt: the reader's state for this process, made at the first call (pythreads_free).
+ * out[size]. `ident`: the state's thread_id (threading.get_ident()) when the caller has it, 0 to
+ * read it. *pt: the reader's state for this process, made at the first call (pythreads_free).
  * 0, -ENOTSUP (a version this reader does not cover), -ENOENT (no threading module, or the
  * thread is not in threading._active, or the name is not ASCII or longer than 63 characters or
  * than out), or -errno of a read. */
-int pythreads_name(const struct pyrt *rt, pid_t pid, uint64_t tstate, struct pythreads **pt, char *out,
-                   size_t size);
+int pythreads_name(const struct pyrt *rt, pid_t pid, uint64_t tstate, uint64_t ident, struct pythreads **pt,
+                   char *out, size_t size);
 
 void pythreads_free(struct pythreads *pt);
 
