@@ -39,6 +39,21 @@ sys.setrecursionlimit(100000)
 rec(int(sys.argv[1]), time.time() + float(sys.argv[2]))
 EOF
 
+cat > "$TMP/threads.py" <<'EOF'
+import sys, threading, time
+N = int(sys.argv[1])
+g = {"started": threading.Barrier(N + 1), "time": time, "deadline": time.time() + float(sys.argv[2])}
+for i in range(N):  # each thread in a function of its own, made at run time
+    exec("def t%d():\n    started.wait()\n    while time.time() < deadline:\n        sum(range(1000))\n" % i, g)
+threads = [threading.Thread(target=g["t%d" % i]) for i in range(N)]
+for t in threads:
+    t.start()
+g["started"].wait()
+print("READY", flush=True)
+for t in threads:
+    t.join()
+EOF
+
 # Bounds (the workload's stack is fixed: 5 frames, 4 while outer calls time.time())
 MIN_SAMPLES=50              # Python samples a run must hold
 MIN_IN_KERNEL_PCT=95        # samples whose chain comes from the kernel
@@ -50,6 +65,9 @@ MIN_CUT_PCT=95              # depth 1500: in-kernel chains flagged as cut at the
 MAX_BPF_NS=1000000          # depth 1000: in-kernel time per sample
 MAX_WINDOW_MISSES=3         # frame windows refused (from below a mapping) in a run of one thread:
                             # the page is then remembered for the thread (one fault, not one a sample)
+MIN_EARLY_CODES=4           # code objects on the stack at attach (<module>, main, outer, middle, inner:
+                            # inner may have returned) named before any capture
+THREADS=8                   # threads.py: threads, each in its own function
 
 # stacks FILE SHARE: the distinct stacks holding >= SHARE of the samples, sorted
 stacks() { awk -v p="$2" '{ n = $NF; $NF = ""; c[$0] += n; t += n } END { for (s in c) if (c[s] >= p * t) print s }' "$1" | sort; }
@@ -100,6 +118,10 @@ steady() {
         le "${misses:-99}" $MAX_WINDOW_MISSES
     check "$name: main;outer;middle;inner with lines in >= $MIN_CHAIN_PCT% of samples ($chain/$samples)" \
         share_ge "$chain" "$samples" $MIN_CHAIN_PCT
+    local early
+    early=$(stat_of python_codes_named_at_attach "$f.short.stats")
+    check "$name: the code objects on the stack at attach named then (${early:-none} >= $MIN_EARLY_CODES)" \
+        ge "${early:-0}" $MIN_EARLY_CODES
     # Each stack holding >= 10 % of one profile is seen in the other (a stack near a fixed share
     # may fall either side of it in a 200-sample run).
     stacks "$f.folded" 0.10 > "$f.k"
@@ -110,12 +132,34 @@ steady() {
         sh -c "[ -s '$f.k' ] && [ -s '$f.r' ] && ! comm -23 '$f.k' '$f.r.all' | grep -q . && ! comm -23 '$f.r' '$f.k.all' | grep -q ."
 }
 
+# THREADS threads, each in a function of its own, running when the sampler attaches: every
+# thread's function is named at attach (not at the thread's first capture, which would wake the
+# collector once per thread) and each thread's samples show its own function.
+threads() {
+    local name=$1 py=$2 pid f=$TMP/$1.threads
+    "$py" "$TMP/threads.py" $THREADS 60 > "$f.out" &
+    pid=$!
+    wait_line 30 "$f.out" READY
+    "$S" -q -F 199 -d 1 --threads --stats -o "$f.folded" "$pid" 2> "$f.stats"
+    kill "$pid" 2> /dev/null
+    wait "$pid" 2> /dev/null
+    local early own=0 i
+    early=$(stat_of python_codes_named_at_attach "$f.stats")
+    for i in $(seq 0 $((THREADS - 1))); do
+        grep -q "^thread [0-9]*[^;]*;\(.*;\)\?t$i (<string>:[34])" "$f.folded" && own=$((own + 1))
+    done
+    check "$name: $THREADS threads, the code objects on their stacks named at attach (${early:-none} >= $THREADS)" \
+        ge "${early:-0}" $THREADS
+    check "$name: each thread's samples show its own function ($own of $THREADS)" test "$own" = $THREADS
+}
+
 # every interpreter of tests/pythons (3.14: tagged f_executable, owners 0..4)
 mapfile -t PYS < <(test_pythons --plain)
 for line in "${PYS[@]}"; do
     read -r label py why <<< "$line"
     if [ "$py" = - ]; then skip "$label: in-kernel chains" "$why"; continue; fi
     steady "$label" "$py"
+    threads "$label" "$py"
 done
 
 # deep PY DEPTH: samples a recursion DEPTH deep; stats in $TMP/deep-DEPTH.*

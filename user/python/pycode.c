@@ -334,6 +334,66 @@ static void resolve(struct pycode *c, size_t n, unsigned how)
         pycode_fetch(c, todo, ntodo);
 }
 
+/* One pycode_name_captures round: up to FETCH_MAX code objects, three calls to fold their idents
+ * (headers, then qualname words) and fill them (headers again, then the fetch's two). */
+static size_t name_round(struct pycode *c, const uint64_t *codes, size_t n, struct pystack_raw *raw,
+                         void (*named)(void *arg, uint64_t code, uint64_t ident), void *arg)
+{
+    const struct pyrt_layout *L = &c->rt->L;
+    struct remote_seg segs[FETCH_MAX];
+    uint8_t quals[FETCH_MAX][PYCODE_QUAL_SIZE];
+    uint8_t *hdrs = malloc(n * L->co_hdr_size);
+    size_t k = 0, done = 0;
+
+    if (!hdrs)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        segs[i] = REMOTE_SEG(codes[i] + L->co_hdr_start, hdrs + i * L->co_hdr_size, L->co_hdr_size);
+    if (remote_readv(c->r, segs, n, true) < 0)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *h = hdrs + i * L->co_hdr_size;
+        /* only what is a code object now (its type known: nothing is guessed without it) */
+        bool code = segs[i].ok && c->rt->code_type && hdr_u64(c, h, L->ob_type) == c->rt->code_type;
+        uint64_t q = code ? hdr_u64(c, h, L->co_qualname) : 0;
+        segs[i] = REMOTE_SEG(q ? q + L->str_length : 0, quals[i], q ? PYCODE_QUAL_SIZE : 0);
+    }
+    if (remote_readv(c->r, segs, n, true) < 0)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        if (segs[i].len && segs[i].ok)
+            raw[k++] = (struct pystack_raw){
+                .code = codes[i], .ident = pycode_table_ident(c, hdrs + i * L->co_hdr_size, quals[i])};
+    pycode_begin(c);
+    if (!k || entries_of(c, raw, k) != 0)
+        goto out;
+    resolve(c, k, 0);
+    for (size_t i = 0; i < k; i++) {
+        const struct code_entry *e = c->ents[i];
+        if (e && e->state == CODE_FILLED && !e->bad && !e->gone) {
+            named(arg, raw[i].code, raw[i].ident);
+            done++;
+        }
+    }
+out:
+    free(hdrs);
+    return done;
+}
+
+size_t pycode_name_captures(struct pycode *c, const uint64_t *codes, size_t n,
+                            void (*named)(void *arg, uint64_t code, uint64_t ident), void *arg)
+{
+    struct pystack_raw *raw = calloc(FETCH_MAX, sizeof(*raw));
+    size_t done = 0;
+
+    if (!raw)
+        return 0;
+    for (size_t at = 0; at < n; at += FETCH_MAX)
+        done += name_round(c, codes + at, n - at < FETCH_MAX ? n - at : FETCH_MAX, raw, named, arg);
+    free(raw);
+    return done;
+}
+
 #define TLBC_MAX 256 /* per-thread bytecode copies searched (one per thread that ran the code) */
 
 /* Where the bytecode that `instr` points into starts: co_code_adaptive, or in a free-threaded

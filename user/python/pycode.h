@@ -66,6 +66,15 @@ size_t pycode_prefetch(struct pycode *c, const struct pystack_raw *raw, size_t n
 int pycode_symbolize(struct pycode *c, const struct pystack_raw *raw, size_t n, struct pystack_frame *out,
                      size_t max, unsigned how);
 
+/* Names code objects `codes[0..n)` (distinct addresses, read from chains in user space) as the
+ * kernel will capture them: each one's ident folded from its header and qualname words read now,
+ * as the program folds them at a sample, then its entry filled under that ident the way a
+ * capture's is (its header read again must fold to it). named() gets each (address, ident)
+ * filled; one that is no code object, or changed between the reads, is left out. Returns how
+ * many were named. */
+size_t pycode_name_captures(struct pycode *c, const uint64_t *codes, size_t n,
+                            void (*named)(void *arg, uint64_t code, uint64_t ident), void *arg);
+
 /* Whether the last pycode_symbolize named every frame for good: each from the entry filled for
  * its capture's identity, none cut by `max`, none unreadable or freed, no per-thread bytecode
  * copy to look up (free-threaded builds). Then the same raw chain names the same frames in any

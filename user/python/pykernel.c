@@ -16,6 +16,7 @@ struct pykernel_stats {
     uint64_t frames_in_kernel;  /* frames delivered by the kernel (python_frames_in_kernel) */
     uint64_t fallbacks;         /* records read remotely instead */
     uint64_t threads_taught;    /* thread states put into the kernel's map */
+    uint64_t codes_named_early; /* code objects on the stacks at attach, named before any capture */
     uint64_t stale;             /* records whose thread state no longer named the thread */
     uint64_t broken;            /* records whose chain the kernel gave up */
     uint64_t truncated;         /* kernel chains cut at the frame cap */
@@ -201,8 +202,8 @@ void pykernel_stats(const struct pykernel *pk, const struct sampler_stats *kc, s
 
     STATS_COUNTS(out, {"python_samples_in_kernel", st->samples_in_kernel},
                  {"python_kernel_fallbacks", st->fallbacks}, {"python_threads_in_kernel", st->threads_taught},
-                 {"python_kernel_stale", st->stale}, {"python_kernel_broken", st->broken},
-                 {"python_kernel_truncated", st->truncated});
+                 {"python_codes_named_at_attach", st->codes_named_early}, {"python_kernel_stale", st->stale},
+                 {"python_kernel_broken", st->broken}, {"python_kernel_truncated", st->truncated});
     if (kc) {
         stats_count(out, "python_kernel_reads", kc->py_reads);
         stats_ratio(out, "python_kernel_reads_per_sample", (double)kc->py_reads,
@@ -344,12 +345,22 @@ void pykernel_count_cached(struct pykernel *pk, struct pystack *ps, size_t frame
     pk->st.truncated += truncated;
 }
 
+static void named_one(void *arg, uint64_t code, uint64_t ident)
+{
+    const struct learn_all *a = arg;
+
+    a->pk->teach.named(a->pk->teach.arg, a->pid, code, ident);
+}
+
 void pykernel_teach_threads(struct pykernel *pk, struct pystack *ps)
 {
     struct learn_all a = {pk, pystack_pid(ps)};
 
-    if (pk && pk->teach.layout && proc_ready(pk, ps, a.pid))
-        (void)pystack_each_thread(ps, learn_one, &a); /* a thread not listed is taught at its first sample */
+    if (!pk || !pk->teach.layout || !proc_ready(pk, ps, a.pid))
+        return;
+    /* a thread not listed is taught at its first sample */
+    if (pystack_each_thread(ps, learn_one, &a) == 0 && pk->teach.named)
+        pk->st.codes_named_early += pystack_name_running(ps, named_one, &a);
 }
 
 /* Whether the captured chain starts (leaf side) with an eval-loop entry shim: the merge pairs the

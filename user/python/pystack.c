@@ -583,6 +583,90 @@ void pystack_count_cached(struct pystack *ps)
     ps->st.samples++;
 }
 
+/* -- Every thread's code objects, named as the kernel will capture them -------------------------- */
+
+#define RUNNING_DEPTH 64 /* frames followed per thread; deeper ones are named when first captured */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+size_t pystack_name_running(struct pystack *ps, void (*named)(void *arg, uint64_t code, uint64_t ident),
+                            void *arg)
+{
+    const struct pyrt_layout *L = &ps->rt.L;
+    const uint32_t n = ps->nslots;
+    uint64_t *at = calloc(n ? n : 1, sizeof(*at)), *codes = NULL;
+    uint8_t *buf = malloc((size_t)(n ? n : 1) * FRAME_BUF);
+    struct remote_seg *segs = calloc(n ? n : 1, sizeof(*segs));
+    size_t ncodes = 0, cap = 0, done = 0;
+
+    if (!at || !buf || !segs || L->f_read_size > FRAME_BUF)
+        goto out;
+    /* Each thread's top frame: the thread state's current frame (3.13+), or its cframe's. */
+    for (int step = L->ts_cframe ? 0 : 1; step < 2; step++) {
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t a = step == 0      ? ps->slots[i].tstate + L->ts_cframe
+                         : L->ts_cframe ? (at[i] ? at[i] + L->cf_current_frame : 0)
+                                        : ps->slots[i].tstate + L->ts_current_frame;
+            segs[i] = REMOTE_SEG(a, &at[i], a ? 8 : 0);
+        }
+        if (remote_readv(&ps->r, segs, n, true) < 0)
+            goto out;
+        for (uint32_t i = 0; i < n; i++)
+            if (!segs[i].ok)
+                at[i] = 0;
+    }
+    /* Then one call per depth for every thread's next frame. A frame read while its thread moves
+     * may be another instant's: what it names is only ever named by its own header. */
+    for (int depth = 0; depth < RUNNING_DEPTH; depth++) {
+        size_t live = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            if (at[i] >= USER_ADDR_END || at[i] < 4096 || (at[i] & 7))
+                at[i] = 0;
+            segs[i] = REMOTE_SEG(at[i], buf + (size_t)i * FRAME_BUF, at[i] ? L->f_read_size : 0);
+            live += at[i] != 0;
+        }
+        if (!live || remote_readv(&ps->r, segs, n, true) < 0)
+            break;
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *f = buf + (size_t)i * FRAME_BUF;
+            uint64_t code = u64_at(f, L->f_code) & L->f_code_mask;
+            if (!at[i] || !segs[i].ok) {
+                at[i] = 0;
+                continue;
+            }
+            /* as the program does: an ident for frames not owned by the C stack */
+            if (f[L->f_owner] < 3 && code && !(code & 7)) {
+                if (ncodes == cap) {
+                    cap = cap ? cap * 2 : 256;
+                    uint64_t *g = realloc(codes, cap * sizeof(*g));
+                    if (!g)
+                        goto out;
+                    codes = g;
+                }
+                codes[ncodes++] = code;
+            }
+            at[i] = u64_at(f, L->f_previous);
+        }
+    }
+    if (ncodes)
+        qsort(codes, ncodes, sizeof(*codes), cmp_u64);
+    size_t m = 0;
+    for (size_t i = 0; i < ncodes; i++)
+        if (!m || codes[i] != codes[m - 1])
+            codes[m++] = codes[i];
+    done = pycode_name_captures(ps->code, codes, m, named, arg);
+out:
+    free(at);
+    free(buf);
+    free(segs);
+    free(codes);
+    return done;
+}
+
 int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate, uint64_t *pthread)
 {
     int s = pystack_thread_slot(ps, tid);

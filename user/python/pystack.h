@@ -90,6 +90,11 @@ int pystack_thread_state(struct pystack *ps, pid_t tid, uint64_t *tstate, uint64
  * return and returns it. */
 int pystack_each_thread(struct pystack *ps,
                         int (*fn)(void *arg, pid_t tid, uint64_t tstate, uint64_t pthread), void *arg);
+/* The code objects on the stacks of the threads the last pystack_each_thread listed (each chain
+ * followed up to 64 frames), named as the kernel will capture them (pycode_name_captures):
+ * named() gets each (code address, ident). Returns how many. */
+size_t pystack_name_running(struct pystack *ps, void (*named)(void *arg, uint64_t code, uint64_t ident),
+                            void *arg);
 /* The thread state that holds the GIL now (0: none), one remote call (pyrt_gil_holder). */
 int pystack_gil_holder(struct pystack *ps, uint64_t *tstate);
 
