@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # pyebpf benchmarks: one summary line per case (results and commands: docs/benchmarks.md).
 #
-#   [BUILD=build] [BENCH_QUICK=1] bench/run.sh [CASE...]    (root; `make` first)
+#   [BUILD=build] [BENCH_QUICK=1] [BENCH_RUNS=N] bench/run.sh [CASE...]    (root; `make` first)
 #   CASE: replay pyreads rate slowdown bpfcost memory collector peers   (default: all, in that order)
 #
 # The machine is shared and noisy: every case reports counts (instructions, syscalls, bytes,
@@ -11,6 +11,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build}
 QUICK=${BENCH_QUICK:-0}
+COLLECTOR_RUNS=${BENCH_RUNS:-3} # runs of each collector measurement (its median kept; 1 when quick)
 SAMPLE=$BUILD/pyebpf-sample
 PY=${PYTHON:-python3}
 OUT=$BUILD/bench
@@ -352,7 +353,9 @@ case_memory() {
 #                      CPU the target gets
 #      kept_pct        samples / kernel_matched: of the samples the BPF program saw, those that
 #                      reached the profile (the rest: ring full)
-#    The workloads run at nice -10 so that they get a CPU on a shared machine.
+#    The workloads run at nice -10 so that they get a CPU on a shared machine. Each run is made
+#    BENCH_RUNS times (3; once when quick) and the one of median CPU kept: one run's fixed part
+#    moved by 10-15 ms between runs of the same code.
 #    Targets: bench/pychain.py 20 (20 distinct Python frames, the leaf spinning) on 3.11, 3.12, 3.13
 #    and 3.15, build/progs/callgraph (native), and bench/pythreads.py 200 at 1 kHz (200 threads,
 #    each spinning in its own function; threads_seen counts those in the --threads profile).
@@ -386,12 +389,18 @@ collector_run() { # collector_run TAG PID HZ DUR [OPTIONS...] : prints "cpu_us s
     echo "$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, y, /[ms]/); printf "%.0f", (u[1] * 60 + u[2] + y[1] * 60 + y[2]) * 1e6 }' "$tv")" \
         "$s $setup $dus $threads $tcpu $(stat_of kernel_matched "$st")"
 }
+collector_median() { # collector_median TAG PID HZ DUR [OPTIONS...] : collector_run's line of median CPU
+    local i runs
+    runs=$(q 1 "$COLLECTOR_RUNS")
+    for i in $(seq "$runs"); do collector_run "$@"; done | sort -n -k1,1 | awk -v m="$(((runs + 1) / 2))" '
+        $1 == "error" { print; exit } NR == m { print; exit }'
+}
 collector_case() { # collector_case LABEL PID HZ SHORT LONG [OPTIONS...] : one summary line
     local label=$1 pid=$2 hz=$3 d1=$4 d2=$5
     shift 5
     local a b
-    read -r -a a <<< "$(collector_run "$label.$hz.$d1" "$pid" "$hz" "$d1" "$@")"
-    read -r -a b <<< "$(collector_run "$label.$hz.$d2" "$pid" "$hz" "$d2" "$@")"
+    read -r -a a <<< "$(collector_median "$label.$hz.$d1" "$pid" "$hz" "$d1" "$@")"
+    read -r -a b <<< "$(collector_median "$label.$hz.$d2" "$pid" "$hz" "$d2" "$@")"
     if [ "${a[0]}" = error ] || [ "${b[0]}" = error ] || [ "${b[1]}" -le "${a[1]}" ]; then
         echo "collector target=$label hz=$hz error=$(grep -v ': ' "$OUT/collector.$label.$hz.$d2.stats" | head -c 200 | tr '\n' ' ')"
         return
