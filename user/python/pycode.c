@@ -334,8 +334,8 @@ static void resolve(struct pycode *c, size_t n, unsigned how)
         pycode_fetch(c, todo, ntodo);
 }
 
-/* One pycode_name_captures round: up to FETCH_MAX code objects, three calls to fold their idents
- * (headers, then qualname words) and fill them (headers again, then the fetch's two). */
+/* One pycode_name_captures round: up to FETCH_MAX code objects, two calls to fold their idents
+ * (headers, then qualname words) and three to fill them (headers again, then the fetch's two). */
 static size_t name_round(struct pycode *c, const uint64_t *codes, size_t n, struct pystack_raw *raw,
                          void (*named)(void *arg, uint64_t code, uint64_t ident), void *arg)
 {

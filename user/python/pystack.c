@@ -633,11 +633,11 @@ size_t pystack_name_running(struct pystack *ps, void (*named)(void *arg, uint64_
             break;
         for (uint32_t i = 0; i < n; i++) {
             const uint8_t *f = buf + (size_t)i * FRAME_BUF;
-            uint64_t code = u64_at(f, L->f_code) & L->f_code_mask;
             if (!at[i] || !segs[i].ok) {
                 at[i] = 0;
                 continue;
             }
+            uint64_t code = u64_at(f, L->f_code) & L->f_code_mask;
             /* as the program does: an ident for frames not owned by the C stack */
             if (f[L->f_owner] < 3 && code && !(code & 7)) {
                 if (ncodes == cap) {
