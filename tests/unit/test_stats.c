@@ -96,7 +96,8 @@ static void test_pykernel_rows(void **state)
     assert_int_equal(pykernel_open(&pk, NULL), 0);
     pykernel_stats(pk, NULL, (struct stats){.row = keep_name, .arg = &k});
     assert_string_equal(k.buf, "python_samples_in_kernel,python_kernel_fallbacks,python_threads_in_kernel,"
-                               "python_kernel_stale,python_kernel_broken,python_kernel_truncated");
+                               "python_codes_named_at_attach,python_kernel_stale,python_kernel_broken,"
+                               "python_kernel_truncated");
     k = (struct names){0};
     pykernel_stats(pk, &kc, (struct stats){.row = keep_name, .arg = &k});
     assert_non_null(strstr(k.buf,
