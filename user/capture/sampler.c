@@ -112,11 +112,6 @@ static int set_thread(struct sampler *s, pid_t tid, const uint64_t *end, const u
     return 0;
 }
 
-static int set_stack_end(struct sampler *s, pid_t tid, uint64_t end)
-{
-    return set_thread(s, tid, &end, NULL);
-}
-
 static int on_record(void *ctx, void *data, size_t len)
 {
     struct sampler *s = ctx;
@@ -135,7 +130,7 @@ static int on_record(void *ctx, void *data, size_t len)
         return r;
     if (s->opts.stack_copy) {
         b = stackends_learn(&s->ends, data, r > 0, s->opts.stack_copy, &end);
-        if (b != STACKENDS_NONE && !set_stack_end(s, ((const struct sample_event *)data)->tid, end))
+        if (b != STACKENDS_NONE && !set_thread(s, ((const struct sample_event *)data)->tid, &end, NULL))
             stackends_set(&s->ends, b);
     }
     return 0;

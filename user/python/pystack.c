@@ -15,6 +15,13 @@
 /* No user-space address reaches this (x86-64 and aarch64 use 47 or 48 bits); frame addresses at
  * or above it end a chain before any arithmetic on them can wrap. */
 #define USER_ADDR_END (1ull << 56)
+
+/* Frames hold pointers: never below the first page, never misaligned, never in the kernel. */
+static bool frame_addr_ok(uint64_t addr)
+{
+    return addr < USER_ADDR_END && addr >= 4096 && !(addr & 7);
+}
+
 /* Predicted frames closer than this in memory are read as one range: frames of one thread sit
  * next to each other in its data stack, a few locals apart, and one iovec costs less than two. */
 #define COALESCE_GAP 256
@@ -418,8 +425,7 @@ read:
             fl |= PYSTACK_TRUNCATED;
             break;
         }
-        /* Frames hold pointers: never below the first page, never misaligned. */
-        if (addr >= USER_ADDR_END || addr < 4096 || (addr & 7)) {
+        if (!frame_addr_ok(addr)) {
             ps->st.errors++;
             fl |= PYSTACK_BROKEN;
             bad_link = true;
@@ -624,7 +630,7 @@ size_t pystack_name_running(struct pystack *ps, void (*named)(void *arg, uint64_
     for (int depth = 0; depth < RUNNING_DEPTH; depth++) {
         size_t live = 0;
         for (uint32_t i = 0; i < n; i++) {
-            if (at[i] >= USER_ADDR_END || at[i] < 4096 || (at[i] & 7))
+            if (!frame_addr_ok(at[i]))
                 at[i] = 0;
             segs[i] = REMOTE_SEG(at[i], buf + (size_t)i * FRAME_BUF, at[i] ? L->f_read_size : 0);
             live += at[i] != 0;
