@@ -40,10 +40,13 @@ struct fast_rule {
     int32_t off;
 };
 
+/* A row of some CFI at one pc. Rows live in `rows` in the order they were first needed, so that
+ * a target's few hundred pcs touch a few dozen pages of it: first touches of fresh pages (a page
+ * fault each, 5-10 µs on a virtual machine) were the table's largest cost when rows sat in their
+ * hash buckets, a page apart. */
 struct slot {
-    const struct cfi_read_table *t; /* NULL: empty slot */
-    uint64_t pc;
-    int16_t status; /* 0 row valid, -ENOENT no FDE, -EINVAL bad CFI */
+    const struct cfi_read_table *t; /* NULL: forgotten (unwind_cache_clear) */
+    int16_t status;                 /* 0 row valid, -ENOENT no FDE, -EINVAL bad CFI */
     bool fast, ra_undefined, signal;
     uint8_t cfa_reg, nrules;
     int32_t cfa_off;
@@ -97,8 +100,16 @@ struct rec {
     uint64_t wval[REC_WORDS];
 };
 
+/* A hash bucket: which row holds its pc (direct-mapped: a new pc takes the bucket's row over). */
+struct bucket {
+    uint64_t pc;
+    uint32_t row; /* 1 + index in rows; 0: empty */
+};
+
 struct unwind_cache {
-    struct slot *v;
+    struct bucket *b;  /* 1 << bits */
+    struct slot *rows; /* as many, filled in order; pages never reached are never touched */
+    uint32_t nrows;
     uint64_t mask;
     uint64_t epoch;  /* starts at 1 */
     struct memo *mv; /* 1 << MEMO_BITS, allocated at the first walk */
@@ -112,8 +123,11 @@ int unwind_cache_new(struct unwind_cache **out, unsigned bits)
         return -ENOMEM;
     if (bits < 4 || bits > 20)
         bits = 12;
-    c->v = calloc(1ull << bits, sizeof(*c->v));
-    if (!c->v) {
+    c->b = calloc(1ull << bits, sizeof(*c->b));
+    c->rows = calloc(1ull << bits, sizeof(*c->rows));
+    if (!c->b || !c->rows) {
+        free(c->b);
+        free(c->rows);
         free(c);
         return -ENOMEM;
     }
@@ -125,8 +139,8 @@ int unwind_cache_new(struct unwind_cache **out, unsigned bits)
 
 void unwind_cache_clear(struct unwind_cache *c)
 {
-    for (uint64_t i = 0; i <= c->mask; i++)
-        c->v[i].t = NULL;
+    for (uint32_t i = 0; i < c->nrows; i++)
+        c->rows[i].t = NULL;
     c->epoch++;
 }
 
@@ -139,7 +153,8 @@ void unwind_cache_free(struct unwind_cache *c)
 {
     if (!c)
         return;
-    free(c->v);
+    free(c->b);
+    free(c->rows);
     free(c->mv);
     free(c);
 }
@@ -194,14 +209,17 @@ static void compact(struct slot *s)
 static const struct slot *row_for(struct unwind_cache *c, const struct cfi_read_table *t, uint64_t pc)
 {
     uint64_t h = (pc ^ (uint64_t)(uintptr_t)t) * 0x9e3779b97f4a7c15ull;
-    struct slot *s = &c->v[(h >> 40) & c->mask];
-    if (s->t == t && s->pc == pc) {
+    struct bucket *b = &c->b[(h >> 40) & c->mask];
+    if (b->row && b->pc == pc && c->rows[b->row - 1].t == t) {
         c->st.row_hits++;
-        return s;
+        return &c->rows[b->row - 1];
     }
     c->st.row_misses++;
+    if (!b->row)
+        b->row = ++c->nrows; /* at most one per bucket: never past the end */
+    struct slot *s = &c->rows[b->row - 1];
+    b->pc = pc;
     s->t = t;
-    s->pc = pc;
     s->status = (int16_t)cfi_read_row(t, pc, &s->row);
     if (!s->status)
         compact(s);
