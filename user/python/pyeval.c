@@ -167,7 +167,7 @@ int pyeval_find(const char *path, struct pyeval_ranges *r)
     if (fd < 0)
         return -errno;
     m.fd = fd;
-    m.e = elf_begin(fd, ELF_C_READ, NULL);
+    m.e = elf_begin(fd, ELF_C_READ_MMAP, NULL); /* the tables read in place, not copied */
     if (!m.e) {
         close(fd);
         return -EINVAL;

@@ -180,7 +180,7 @@ static int scan_elf(const char *path, struct found *f, Elf **keep, int *fd_out)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+    Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL); /* the tables read in place, not copied */
     if (!e || elf_kind(e) != ELF_K_ELF) {
         if (e)
             elf_end(e);
