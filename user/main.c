@@ -206,6 +206,7 @@ static int open_collector(struct run *r)
 static int open_sampler(struct run *r)
 {
     const struct cli_options *o = r->o;
+    int nthreads = o->pid && !o->command ? target_threads(o->pid) : 0;
     struct sampler_opts so = {
         .frequency = o->frequency,
         .stack_copy = stack_copy_bytes(o),
@@ -214,6 +215,7 @@ static int open_sampler(struct run *r)
         .children = o->children,
         .prog_stats = o->bpf_stats,
         .launch = o->command != NULL,
+        .threads = nthreads > 0 ? (uint32_t)nthreads : 0,
         .ring_size = o->ring_size,
         .verbose = o->verbose,
         .offcpu = o->mode == CLI_MODE_WALL || o->mode == CLI_MODE_OFFCPU,

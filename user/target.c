@@ -47,6 +47,17 @@ int target_cpu_ticks(pid_t pid, unsigned long long *ticks)
     return 0;
 }
 
+int target_threads(pid_t pid)
+{
+    char buf[1024];
+    int n;
+    const char *p = stat_fields(pid, buf, sizeof(buf));
+
+    if (!p || sscanf(p, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d", &n) != 1)
+        return -ESRCH;
+    return n;
+}
+
 int target_stat(pid_t pid, unsigned long long *start, char *state)
 {
     char buf[1024];

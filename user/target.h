@@ -15,6 +15,8 @@
 int target_check(pid_t pid);
 /* The process (tgid) a thread id belongs to, from /proc/PID/status; pid itself when unknown. */
 pid_t target_tgid(pid_t pid);
+/* The number of threads of a process, from /proc/PID/stat; -ESRCH. */
+int target_threads(pid_t pid);
 /* Start time (clock ticks since boot) and state letter of a process, from /proc/PID/stat. */
 int target_stat(pid_t pid, unsigned long long *start, char *state);
 /* The CPU time all threads of a process have had (utime + stime, clock ticks; the kernel scales

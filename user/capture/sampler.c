@@ -213,6 +213,15 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
      * only the off-CPU program uses this one. */
     if (!err && !o->offcpu)
         err = bpf_map__set_max_entries(s->skel->maps.offcpu_since, 1);
+    /* So is the thread map's, ~1.2 ms of setup: sized for the targets' threads when they are
+     * known, eight times over. A thread pushed out comes back as a new one (taught again). The
+     * kernel keeps up to 128 free entries per CPU for its own use, so never fewer than 256 a CPU. */
+    if (!err && o->threads && !o->children && !o->launch) {
+        size_t want = (size_t)o->threads * 8, floor = (size_t)256 * (unsigned)ncpu;
+        want = pow2_at_least(want > floor ? want : floor);
+        if (want < SAMPLE_MAX_THREADS)
+            err = bpf_map__set_max_entries(s->skel->maps.threads, (uint32_t)want);
+    }
     if (err)
         goto fail;
 

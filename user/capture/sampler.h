@@ -24,6 +24,8 @@ struct sampler_opts {
     bool user_fp_stack;       /* record the frame-pointer chain */
     bool children;            /* processes forked by a target become targets */
     bool launch;              /* targets may be added at their exec (sampler_add_pending) */
+    uint32_t threads;         /* threads the targets have, when they cannot gain more targets
+                                 (no children, no launch); 0: not known */
     bool prog_stats;          /* have the kernel time the program (global while sampling) */
     uint32_t py_frames;       /* Python frames read in the kernel per sample (cap, at most
                                  SAMPLE_PY_FRAMES_MAX); 0: SAMPLE_PY_FRAMES_DEFAULT */
