@@ -11,7 +11,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build}
 QUICK=${BENCH_QUICK:-0}
-COLLECTOR_RUNS=${BENCH_RUNS:-3} # runs of each collector measurement (its median kept; 1 when quick)
+COLLECTOR_RUNS=${BENCH_RUNS:-3} # runs of each collector and peers measurement (the median kept; 1 when quick)
 SAMPLE=$BUILD/pyebpf-sample
 PY=${PYTHON:-python3}
 OUT=$BUILD/bench
@@ -452,7 +452,8 @@ case_collector() {
 #    `times`, children included: Austin and Tachyon are one process each), samples it delivered,
 #    and the samples it was asked for: rate x the target's CPU time for pyebpf-sample (a cpu-clock
 #    event; its --stats target_cpu_s, over its sampling window), rate x duration for the
-#    wall-clock samplers (--no-bpf, Austin, Tachyon: one thread).
+#    wall-clock samplers (--no-bpf, Austin, Tachyon: one thread). The samplers take turns
+#    BENCH_RUNS times; each one's line is that of its median CPU (runs=N).
 #    Austin is Debian unstable's package, fetched and unpacked under build/bench/austin with the
 #    private apt configuration of scripts/test-pythons (`make setup` first) and run through the
 #    same unpacked loader; never installed, never used by the tests.
@@ -494,29 +495,46 @@ peers_run() { # peers_run NAME PID HZ DUR CLOCK CMD... : one line; CMD writes $O
     echo "peers sampler=$name hz=$hz duration_s=$dur cpu_ms=$(num "$cpu_us / 1000" 1) samples=$n" \
         "us_per_sample=$(num "$cpu_us / $n" 1) requested=$req clock=$clock delivered_pct=$(num "100 * $n / $req" 1) target_cpu_s=$tcpu"
 }
+peers_median() { # peers_median NAME FILE : the line of NAME's median cpu_ms among its runs in FILE
+    local lines
+    lines=$(grep "^peers sampler=$1 " "$2")
+    if grep -q ' error=' <<< "$lines"; then
+        grep -m1 ' error=' <<< "$lines"
+        return
+    fi
+    sed 's/.* cpu_ms=\([0-9.]*\) .*/\1 &/' <<< "$lines" | sort -g -k1,1 |
+        awk -v n="$(wc -l <<< "$lines")" 'NR == int((n + 1) / 2) { sub(/^[^ ]* /, ""); print $0 " runs=" n }'
+}
 case_peers() {
-    local dur hz=1000 austin py
+    local dur hz=1000 austin py runs
     dur=$(q 3 10)
+    runs=$(q 1 "$COLLECTOR_RUNS")
     austin=$(peers_austin)
     for label in py3.12 py3.15; do
         py=$(collector_pythons | awk -v l=$label '$1 == l { print $2 }')
         [ -x "$py" ] || { echo "peers target=$label skipped=no-$py"; continue; }
         collector_start "$OUT/peers.$label.workload" nice -n -10 "$py" bench/pychain.py 20 ||
             { echo "peers target=$label error=workload-not-ready"; continue; }
-        local pid=$WORKLOAD_PID
-        peers_run "pyebpf.$label" "$pid" $hz "$dur" cpu "$SAMPLE" -q --stats -F $hz -d "$dur" -o "$OUT/peers.pyebpf.$label.out" "$pid"
-        peers_run "pyebpf-nobpf.$label" "$pid" $hz "$dur" wall "$SAMPLE" -q --stats --no-bpf -F $hz -d "$dur" -o "$OUT/peers.pyebpf-nobpf.$label.out" "$pid"
-        case $label in
-        py3.12)
-            if [ -n "$austin" ]; then
+        local pid=$WORKLOAD_PID lines=$OUT/peers.$label.lines names="pyebpf.$label pyebpf-nobpf.$label"
+        : > "$lines"
+        # the samplers take turns, run after run: a drift of the machine's speed reaches them all
+        for _ in $(seq "$runs"); do
+            peers_run "pyebpf.$label" "$pid" $hz "$dur" cpu "$SAMPLE" -q --stats -F $hz -d "$dur" -o "$OUT/peers.pyebpf.$label.out" "$pid" >> "$lines"
+            peers_run "pyebpf-nobpf.$label" "$pid" $hz "$dur" wall "$SAMPLE" -q --stats --no-bpf -F $hz -d "$dur" -o "$OUT/peers.pyebpf-nobpf.$label.out" "$pid" >> "$lines"
+            case $label in
+            py3.12)
                 # shellcheck disable=SC2086
-                peers_run "austin.$label" "$pid" $hz "$dur" wall $austin -i $((1000000 / hz)) -x "$dur" -o "$OUT/peers.austin.$label.out" -p "$pid"
-            else
-                echo "peers sampler=austin.$label skipped=$(peers_austin 2>&1 > /dev/null | tr ' ' _)"
-            fi ;;
-        py3.15)
-            peers_run "tachyon.$label" "$pid" $hz "$dur" wall "$py" -m profiling.sampling attach -r $hz -d "$dur" --collapsed -o "$OUT/peers.tachyon.$label.out" "$pid" ;;
+                [ -z "$austin" ] || peers_run "austin.$label" "$pid" $hz "$dur" wall $austin -i $((1000000 / hz)) -x "$dur" -o "$OUT/peers.austin.$label.out" -p "$pid" >> "$lines" ;;
+            py3.15)
+                peers_run "tachyon.$label" "$pid" $hz "$dur" wall "$py" -m profiling.sampling attach -r $hz -d "$dur" --collapsed -o "$OUT/peers.tachyon.$label.out" "$pid" >> "$lines" ;;
+            esac
+        done
+        case $label in
+        py3.12) [ -n "$austin" ] && names="$names austin.$label" ;;
+        py3.15) names="$names tachyon.$label" ;;
         esac
+        for n in $names; do peers_median "$n" "$lines"; done
+        [ "$label" = py3.12 ] && [ -z "$austin" ] && echo "peers sampler=austin.$label skipped=$(peers_austin 2>&1 > /dev/null | tr ' ' _)"
         kill "$pid"
         wait "$pid" 2> /dev/null
         WORKLOAD_PID=""
