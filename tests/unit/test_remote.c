@@ -1,6 +1,7 @@
 /*
  * remote: batched reads of a process (here: a forked child holding known bytes), partial
- * success at the first bad iovec, going on past it when asked, and the counters.
+ * success at the first bad iovec, going on past it when asked, empty segments inside a batch,
+ * and the counters.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -122,11 +123,39 @@ static void many(void **state)
     stop_child(&c);
 }
 
+/* Empty segments among the others (a header, then a name only some need): still one call for
+ * all, and a bad segment after one is found at its own index. */
+static void empty_between(void **state)
+{
+    (void)state;
+    struct child c = start_child();
+    struct remote r;
+    static struct remote_seg segs[600];
+    static uint8_t buf[600][8];
+    remote_init(&r, c.pid);
+    for (int i = 0; i < 600; i++)
+        segs[i] = REMOTE_SEG(c.mapped + (uint64_t)i * 4, buf[i], i % 2 ? 0 : 8);
+    assert_int_equal(remote_readv(&r, segs, 600, false), 600);
+    assert_int_equal(r.st.calls, 1);
+    for (int i = 0; i < 600; i += 2)
+        assert_memory_equal(buf[i], pattern + i * 4, 8);
+
+    segs[301] = REMOTE_SEG(c.unmapped, buf[301], 8);           /* between two empty ones... */
+    assert_int_equal(remote_readv(&r, segs, 600, false), 301); /* ...the first 301 are ok */
+    assert_int_equal(r.st.calls, 2);
+    assert_true(segs[300].ok && !segs[301].ok && segs[302].ok == false);
+    assert_int_equal(remote_readv(&r, segs, 600, true), 599); /* all but it */
+    assert_int_equal(r.st.calls, 4);
+    assert_true(segs[302].ok && segs[598].ok && !segs[301].ok);
+    stop_child(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(batch),
         cmocka_unit_test(many),
+        cmocka_unit_test(empty_between),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,17 +14,9 @@ void remote_init(struct remote *r, pid_t pid)
     r->st = (struct remote_stats){0};
 }
 
-/* One call over segs[0..n); returns bytes read or -errno. */
-static ssize_t readv_call(struct remote *r, struct remote_seg *segs, size_t n)
+/* One call over the n iovecs; returns bytes read or -errno. */
+static ssize_t readv_call(struct remote *r, const struct iovec *local, const struct iovec *remote, size_t n)
 {
-    struct iovec local[REMOTE_MAX_IOV], remote[REMOTE_MAX_IOV];
-
-    for (size_t i = 0; i < n; i++) {
-        local[i].iov_base = segs[i].buf;
-        local[i].iov_len = segs[i].len;
-        remote[i].iov_base = (void *)(uintptr_t)segs[i].addr;
-        remote[i].iov_len = segs[i].len;
-    }
     r->st.calls++;
     ssize_t got = process_vm_readv(r->pid, local, n, remote, n, 0);
     if (got < 0) {
@@ -37,11 +29,11 @@ static ssize_t readv_call(struct remote *r, struct remote_seg *segs, size_t n)
 
 int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len)
 {
-    struct remote_seg s = {.addr = addr, .buf = buf, .len = len};
+    struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
 
     if (len == 0)
         return 0;
-    ssize_t got = readv_call(r, &s, 1);
+    ssize_t got = readv_call(r, &local, &remote, 1);
     if (got < 0)
         return (int)got;
     if ((size_t)got != len) {
@@ -51,54 +43,53 @@ int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len)
     return 0;
 }
 
-/* Marks the segments a call of `got` bytes covered completely; returns how many. */
-static size_t mark_read(struct remote_seg *segs, size_t n, size_t got)
-{
-    size_t i = 0;
-
-    for (; i < n && segs[i].len <= got; i++) {
-        got -= segs[i].len;
-        segs[i].ok = true;
-    }
-    return i;
-}
-
 int remote_readv(struct remote *r, struct remote_seg *segs, size_t n, bool skip_bad)
 {
-    size_t nread = 0, i = 0, want_segs = 0, got_segs = 0;
+    struct iovec local[REMOTE_MAX_IOV], remote[REMOTE_MAX_IOV];
+    uint32_t at[REMOTE_MAX_IOV]; /* the segment of each iovec */
+    size_t i = 0, stop = n, want_segs = 0, got_segs = 0, nread = 0;
 
     for (size_t k = 0; k < n; k++) {
         segs[k].ok = segs[k].len == 0;
         want_segs += segs[k].len != 0;
     }
     while (i < n) {
-        /* Zero-length iovecs are legal but make the short-count arithmetic ambiguous: skip. */
-        while (i < n && segs[i].len == 0)
-            nread++, i++;
-        size_t j = i;
-        while (j < n && j - i < REMOTE_MAX_IOV && segs[j].len != 0)
-            j++;
-        if (j == i)
+        /* Zero-length segments are no iovecs: legal, but they would make a short count
+         * ambiguous, and splitting the call at them made one call per segment of a list
+         * that alternates. */
+        size_t m = 0, j = i;
+        for (; j < n && m < REMOTE_MAX_IOV; j++) {
+            if (!segs[j].len)
+                continue;
+            local[m] = (struct iovec){segs[j].buf, segs[j].len};
+            remote[m] = (struct iovec){(void *)(uintptr_t)segs[j].addr, segs[j].len};
+            at[m++] = (uint32_t)j;
+        }
+        if (!m)
             break;
-        size_t want = 0;
-        for (size_t k = i; k < j; k++)
-            want += segs[k].len;
-        ssize_t got = readv_call(r, segs + i, j - i);
+        ssize_t got = readv_call(r, local, remote, m);
         if (got == -ESRCH || got == -EPERM || got == -ENOMEM || got == -EINVAL)
             return (int)got;
-        size_t done = got < 0 ? 0 : mark_read(segs + i, j - i, (size_t)got);
-        nread += done;
+        size_t done = 0, left = got < 0 ? 0 : (size_t)got;
+        for (; done < m && segs[at[done]].len <= left; done++) { /* the ones read completely */
+            left -= segs[at[done]].len;
+            segs[at[done]].ok = true;
+        }
         got_segs += done;
-        if (got >= 0 && (size_t)got == want) {
+        if (done == m) {
             i = j;
             continue;
         }
         if (got >= 0)
             r->st.errors++;
-        if (!skip_bad)
+        if (!skip_bad) {
+            stop = at[done];
             break;
-        i += done + 1; /* segs[i + done] is the bad one */
+        }
+        i = at[done] + 1; /* the kernel stopped at that one */
     }
+    for (size_t k = 0; k < stop; k++)
+        nread += segs[k].ok;
     /* Batched: more than one iovec wanted (zero-length segments are no iovecs). */
     if (want_segs > 1) {
         r->st.batched_attempts++;
