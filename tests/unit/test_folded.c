@@ -119,6 +119,27 @@ static void test_round_trip(void **state)
     profile_free(&q);
 }
 
+/* Labels the text cannot carry as they are: a leading '#' (a comment when read back), an empty
+ * name (the frame would vanish), line breaks and ';' inside names; a frame on many lines is
+ * written the same on each. */
+static void test_labels_written(void **state)
+{
+    struct profile *p = *state;
+    uint32_t hash = profile_frame(p, FRAME_NATIVE, "#root", NULL, 0);
+    uint32_t empty = profile_frame(p, FRAME_NATIVE, "", NULL, 0);
+    uint32_t br = profile_frame(p, FRAME_NATIVE, "a\nb\rc;d", NULL, 0);
+    uint32_t x = profile_frame(p, FRAME_NATIVE, "x", NULL, 0);
+    uint32_t a[] = {hash, empty, br}, b[] = {hash, br, x}, c[] = {x, hash};
+    profile_add(p, a, 3, 1);
+    profile_add(p, b, 3, 2);
+    profile_add(p, c, 2, 3);
+    char *out = write_str(p);
+    assert_string_equal(out, "?root;?;a b c:d 1\n"
+                             "?root;a b c:d;x 2\n"
+                             "x;#root 3\n");
+    free(out);
+}
+
 static void test_threads_hidden_and_merged(void **state)
 {
     struct profile *p = *state;
@@ -301,6 +322,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kinds_from_text, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_python, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_labels_written, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_hidden_and_merged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fixed_point, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_lines, setup, teardown),
