@@ -197,6 +197,43 @@ static void test_many(void **state)
     assert_int_equal(p->nframes, nf);
 }
 
+/* Stacks that share prefixes, differ in one frame or in depth, more of them than the stack
+ * cache has slots, added again and again in a shuffled order: every add lands on the node whose
+ * path is exactly its frames, the same node each time. */
+static void test_stack_cache_exact(void **state)
+{
+    struct profile *p = *state;
+    enum { NSTACKS = 6000, ADDS = 60000, DEPTH = 24 };
+    static uint32_t stacks[NSTACKS][DEPTH];
+    static size_t depth[NSTACKS];
+    static int64_t node[NSTACKS];
+    uint32_t fr[8];
+    unsigned seed = 7;
+    for (int i = 0; i < 8; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "f%d", i);
+        fr[i] = (uint32_t)profile_frame(p, FRAME_NATIVE, name, NULL, 0);
+    }
+    for (int k = 0; k < NSTACKS; k++) {
+        depth[k] = 1 + (size_t)(rand_r(&seed) % DEPTH);
+        for (size_t i = 0; i < depth[k]; i++)
+            stacks[k][i] = fr[rand_r(&seed) % 8];
+        node[k] = -1;
+    }
+    for (int a = 0; a < ADDS; a++) {
+        int k = rand_r(&seed) % NSTACKS;
+        int64_t got = profile_add(p, stacks[k], depth[k], 1);
+        assert_true(got > 0);
+        if (node[k] >= 0)
+            assert_int_equal(got, node[k]);
+        node[k] = got;
+        uint32_t at = (uint32_t)got;
+        for (size_t i = depth[k]; i-- > 0; at = p->nodes[at].parent)
+            assert_int_equal(p->nodes[at].frame, stacks[k][i]);
+        assert_int_equal(at, 0);
+    }
+}
+
 /* A thread frame renamed after its first samples: those samples show the new name, the table
  * finds the frame under it (and no longer under the old one), among many neighbours. */
 static void test_rename(void **state)
@@ -234,6 +271,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_cache_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rename, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
