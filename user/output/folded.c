@@ -48,8 +48,9 @@ void folded_put_label(FILE *f, const char *s, bool first)
 }
 
 /* Each frame's label as written, made at its first line: a frame is on many lines (200
- * threads' 2,800 stacks wrote 70,000 labels of 875 frames), and formatting it again and writing
- * it a character at a time through the locked stdio calls was most of writing the file. */
+ * threads' 2,800 stacks wrote 70,000 labels of 875 frames), and formatting it each time and
+ * writing it a character at a time through the locked stdio calls took 2 of the 5 ms that
+ * writing that file took. */
 struct labels {
     const struct profile *v;
     char **s; /* by frame; NULL: not made yet */
@@ -63,8 +64,8 @@ static const char *label_of(struct labels *L, uint32_t frame)
     char *t = n >= 0 ? malloc((size_t)n + 2) : NULL;
     if (!t)
         return NULL;
-    profile_frame_label(L->v, frame, t, (size_t)n + 1); /* never cut: a cut label could merge
-                                                           two frames when read back */
+    /* never cut: a cut label could merge two frames when read back */
+    profile_frame_label(L->v, frame, t, (size_t)n + 1);
     if (!n)
         strcpy(t, "?"); /* an empty frame would vanish when read back */
     for (char *c = t; *c; c++)
