@@ -151,11 +151,19 @@ static int64_t thread_frame(struct collector *c, struct collect_target *tg, uint
 {
     const struct threads_filter flt = {
         .tids = c->opts.tids, .ntids = c->opts.ntids, .name = c->opts.thread_name};
-    int64_t f = threads_frame(&c->threads, c->prof, tid, comm, tg ? tg->ps : NULL, &flt, fresh, keep);
+    int64_t f = threads_frame(&c->threads, c->prof, tid, tg ? (uint32_t)tg->pid : 0, comm, tg ? tg->ps : NULL,
+                              &flt, fresh, keep);
 
     if (*fresh)
         c->st.threads++;
     return f;
+}
+
+void collect_name_threads(struct collector *c)
+{
+    for (size_t i = 0; i < c->ntargets; i++)
+        if (c->targets[i].ps)
+            threads_name_late(&c->threads, c->prof, (uint32_t)c->targets[i].pid, c->targets[i].ps);
 }
 
 /* Counts a sample with n Python frames (none: not a Python sample). */

@@ -141,6 +141,8 @@ int collect_python_attach(struct collector *c, pid_t pid);
  * the Python target with the most samples and reads_per_sample (its remote calls per profile
  * sample). */
 void collect_python_stats(const struct collector *c, struct stats out);
+/* Before the profile is written: one last look for the Python names of threads not named yet. */
+void collect_name_threads(struct collector *c);
 void collect_close(struct collector *c);
 
 #endif

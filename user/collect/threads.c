@@ -109,7 +109,28 @@ struct thread *threads_find(struct threads *th, uint32_t tid)
     return NULL;
 }
 
-int64_t threads_frame(struct threads *th, struct profile *prof, uint32_t tid, const char *comm,
+/* The frame of t's earlier samples takes the Python name just read. */
+static int rename_frame(struct profile *prof, const struct thread *t)
+{
+    char name[96];
+
+    snprintf(name, sizeof(name), "thread %u (%s)", t->tid, t->pyname);
+    return profile_frame_rename(prof, t->frame, name);
+}
+
+void threads_name_late(struct threads *th, struct profile *prof, uint32_t pid, struct pystack *ps)
+{
+    for (size_t j = 0; j < th->cap; j++) {
+        struct thread *t = &th->v[j];
+        if (!t->tid || t->pid != pid || t->pyname[0] || t->pyname_done)
+            continue;
+        t->pyname_next = 0;
+        if (read_pyname(ps, t))
+            (void)rename_frame(prof, t); /* -ENOMEM: its name stays the kernel's */
+    }
+}
+
+int64_t threads_frame(struct threads *th, struct profile *prof, uint32_t tid, uint32_t pid, const char *comm,
                       struct pystack *ps, const struct threads_filter *flt, bool *fresh, bool *keep)
 {
     char name[96], label[64];
@@ -127,8 +148,7 @@ int64_t threads_frame(struct threads *th, struct profile *prof, uint32_t tid, co
                 break;
             /* The Python name read only now: the frame of its earlier samples takes it too. */
             if (read_pyname(ps, t)) {
-                snprintf(name, sizeof(name), "thread %u (%s)", tid, t->pyname);
-                if (profile_frame_rename(prof, t->frame, name))
+                if (rename_frame(prof, t))
                     break;
                 t->keep = threads_kept(flt, tid, t->pyname);
             }
@@ -142,6 +162,7 @@ int64_t threads_frame(struct threads *th, struct profile *prof, uint32_t tid, co
         th->n++;
         memset(t, 0, sizeof(*t));
         t->tid = tid;
+        t->pid = pid;
         read_pyname(ps, t);
     }
     if (t->pyname[0])

@@ -21,6 +21,7 @@
 
 struct thread {
     uint32_t tid; /* 0: empty slot */
+    uint32_t pid; /* its process (0: not known) */
     uint32_t frame;
     bool keep;             /* --tid and --thread-name let it through */
     bool pyname_done;      /* its Python name is no longer looked for */
@@ -47,9 +48,13 @@ struct threads {
 
 int threads_init(struct threads *th);
 /* The thread's root frame in `prof`, or a negative errno; *fresh set when the tid is new, *keep
- * when `flt` keeps it. `ps` (NULL: not Python) reads its Python name. */
-int64_t threads_frame(struct threads *th, struct profile *prof, uint32_t tid, const char *comm,
+ * when `flt` keeps it. `ps` (NULL: not Python) reads its Python name; pid is its process. */
+int64_t threads_frame(struct threads *th, struct profile *prof, uint32_t tid, uint32_t pid, const char *comm,
                       struct pystack *ps, const struct threads_filter *flt, bool *fresh, bool *keep);
+/* One last look for the Python names of pid's threads not named yet (through `ps`), their frames
+ * renamed: a thread blocked from its first records on may have had no record after its name
+ * became readable. */
+void threads_name_late(struct threads *th, struct profile *prof, uint32_t pid, struct pystack *ps);
 /* The thread `tid` already has a frame for, or NULL. */
 struct thread *threads_find(struct threads *th, uint32_t tid);
 void threads_free(struct threads *th);
