@@ -406,6 +406,8 @@ static bool drain_bpf(struct run *r, uint64_t *rng, uint64_t until)
 
     if (until && until < now + wait)
         wait = until > now ? until - now : 0;
+    if (r->name_due < now + wait) /* a look for a thread's name (collect_name_threads) */
+        wait = r->name_due > now ? r->name_due - now : 0;
     w = sampler_wait(r->sampler, wait, r->wake_fd);
     if (w < 0 && w != -EINTR)
         return false;
@@ -488,6 +490,7 @@ static void sample(struct run *r)
     r->idle_ns = r->top ? TOP_DRAIN_NS : pg.on ? PROGRESS_DRAIN_NS : IDLE_DRAIN_NS;
     r->interval_ns = r->o->no_python ? START_DRAIN_NS : PY_DRAIN_NS;
     r->wake_fd = r->watch.pidfd;
+    r->name_due = UINT64_MAX;
     if (r->sampler)
         sampler_arm_wake(r->sampler);
     uint64_t rng = t0 | 1;
@@ -500,6 +503,8 @@ static void sample(struct run *r)
         if (r->nobpf ? !tick_nobpf(r, t_end && t_end < next_check ? t_end : next_check)
                      : !drain_bpf(r, &rng, t_end))
             break;
+        if (r->collector)
+            r->name_due = collect_name_threads(r->collector, false);
         now = monotime_ns();
         progress_poll(&pg, now, r->collector, r->sampler, r->collect_errors);
         if (r->top && poll_top(r, now, t0))

@@ -124,7 +124,7 @@ int report_write(struct run *r)
     if (o->top && !strcmp(o->output, "-"))
         return 0; /* top without -o: the view was the output */
     if (r->collector)
-        collect_name_threads(r->collector);
+        collect_name_threads(r->collector, true);
     profile_finish(&r->prof);
     r->prof.meta.command = r->cmdline[0] ? strdup(r->cmdline) : NULL;
     r->prof.meta.duration_s = r->duration;

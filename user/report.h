@@ -46,6 +46,7 @@ struct run {
     char cmdline[1024];
     uint64_t interval_ns; /* between drains of the ring */
     uint64_t idle_ns;     /* ... when nothing needs them sooner */
+    uint64_t name_due;    /* the next look for a thread's Python name (UINT64_MAX: none) */
     int wake_fd;          /* wakes a drain's sleep: the target's pidfd, -1 none */
     uint64_t py_remote;   /* collector's samples with stacks read at the drain, */
     uint64_t py_freed;    /* ... and code objects freed unnamed, at the last drain */

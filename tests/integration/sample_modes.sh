@@ -12,7 +12,8 @@
 #           time (± WALL_TOLERANCE); --no-idle drops the idle stacks; --thread-name and --tid keep
 #           only the threads they name
 #   names   every worker as "thread TID (NAME)" with its threading.Thread name, on every
-#           interpreter (3.11-3.13 read from the target, 3.14+ the OS name CPython sets)
+#           interpreter (3.11-3.13 read from the target, 3.14+ the OS name CPython sets);
+#           late names: threads with no record once their name is readable (late_name.py)
 #   gil     only GIL holders: the hashing thread's GIL-free sha256 samples vanish, the whole
 #           profile is at most one thread's worth of samples
 # and the units: folded microseconds, speedscope nanoseconds, pprof ("wall", "nanoseconds").
@@ -188,6 +189,34 @@ for line in "${pys[@]}"; do
         pass "names: $label: every thread as \"thread TID (NAME)\""
     else
         fail "names: $label: every thread as \"thread TID (NAME)\"" "missing:$missing; $(cut -d';' -f1 "$d/p.folded" | sort -u | tr '\n' ' ')"
+    fi
+done
+
+# -- names of threads with no record once their name is readable --------------------------------
+# tests/py/late_name.py, a launched command gone before the profile is written: its main thread
+# blocks from the start (its records come before its name can be read) and a thread registers
+# with threading after its last record. Both named all the same: the looks for a missing name go
+# on after each drain, not only at the thread's records. 3.14+ name the OS thread themselves
+# ("late"; the main thread keeps the kernel's name there).
+for line in "${pys[@]}"; do
+    read -r label path _ <<< "$line"
+    if [ "$path" = - ]; then
+        skip "late names: $label" "$(echo "$line" | cut -d' ' -f3-)"
+        continue
+    fi
+    d="$TMP/late-$label"; mkdir -p "$d"
+    "$S" -q --mode offcpu --threads -o "$d/p.folded" -- "$path" "$ROOT/tests/py/late_name.py" 1 \
+        > "$d/out" 2> "$d/err"
+    names=late
+    "$path" -c 'import sys; sys.exit(sys.version_info >= (3, 14))' && names="MainThread late"
+    missing=""
+    for name in $names; do
+        grep -q "^thread $(tid "$name" "$d/out") ($name);" "$d/p.folded" || missing="$missing $name"
+    done
+    if [ -z "$missing" ] && [ -s "$d/p.folded" ]; then
+        pass "late names: $label: $names"
+    else
+        fail "late names: $label: $names" "missing:$missing; $(cut -d';' -f1 "$d/p.folded" | sort -u | tr '\n' ' ')"
     fi
 done
 

@@ -144,13 +144,17 @@ void collect_get_stats(const struct collector *c, struct collect_stats *out)
     }
 }
 
+static struct threads_filter thread_filter(const struct collector *c)
+{
+    return (struct threads_filter){.tids = c->opts.tids, .ntids = c->opts.ntids, .name = c->opts.thread_name};
+}
+
 /* The thread's root frame; *fresh set when the thread is new, *keep when --tid and
  * --thread-name let it through. */
 static int64_t thread_frame(struct collector *c, struct collect_target *tg, uint32_t tid, const char *comm,
                             bool *fresh, bool *keep)
 {
-    const struct threads_filter flt = {
-        .tids = c->opts.tids, .ntids = c->opts.ntids, .name = c->opts.thread_name};
+    const struct threads_filter flt = thread_filter(c);
     int64_t f = threads_frame(&c->threads, c->prof, tid, tg ? (uint32_t)tg->pid : 0, comm, tg ? tg->ps : NULL,
                               &flt, fresh, keep);
 
@@ -159,11 +163,18 @@ static int64_t thread_frame(struct collector *c, struct collect_target *tg, uint
     return f;
 }
 
-void collect_name_threads(struct collector *c)
+uint64_t collect_name_threads(struct collector *c, bool last)
 {
+    const struct threads_filter flt = thread_filter(c);
+
+    if (!last && (c->threads.name_due == UINT64_MAX || monotime_ns() < c->threads.name_due))
+        return c->threads.name_due;
+    c->threads.name_due = UINT64_MAX;
     for (size_t i = 0; i < c->ntargets; i++)
         if (c->targets[i].ps)
-            threads_name_late(&c->threads, c->prof, (uint32_t)c->targets[i].pid, c->targets[i].ps);
+            threads_name_pending(&c->threads, c->prof, (uint32_t)c->targets[i].pid, c->targets[i].ps, &flt,
+                                 last);
+    return c->threads.name_due;
 }
 
 /* Counts a sample with n Python frames (none: not a Python sample). */

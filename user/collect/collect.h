@@ -141,8 +141,11 @@ int collect_python_attach(struct collector *c, pid_t pid);
  * the Python target with the most samples and reads_per_sample (its remote calls per profile
  * sample). */
 void collect_python_stats(const struct collector *c, struct stats out);
-/* Before the profile is written: one last look for the Python names of threads not named yet. */
-void collect_name_threads(struct collector *c);
+/* The Python names of threads not named yet: the looks that are due (called after each drain:
+ * a thread blocked from its first records on has no record to look at it again), or, `last`
+ * (before the profile is written), one more look at each. Returns when the next look is due
+ * (monotime_ns; UINT64_MAX: none). */
+uint64_t collect_name_threads(struct collector *c, bool last);
 void collect_close(struct collector *c);
 
 #endif

@@ -74,6 +74,7 @@ void collect_attach_python(struct collector *c, struct collect_target *t)
             (void)proc_set_gdbjit(t->proc, pystack_runtime(t->ps)->jit_descriptor);
         t->py = PY_ATTACHED;
         c->st.python_targets++;
+        c->threads.name_due = 0; /* the threads seen so far: their names are looked for now */
         pykernel_teach_threads(c->pk, t->ps);
         if (c->opts.verbose)
             fprintf(stderr, "pyebpf-sample: PID %d is Python %s (%s): Python frames merged\n", (int)t->pid,

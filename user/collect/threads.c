@@ -19,6 +19,7 @@ int threads_init(struct threads *th)
 {
     th->n = 0;
     th->cap = 256;
+    th->name_due = UINT64_MAX;
     th->v = calloc(th->cap, sizeof(*th->v));
     return th->v ? 0 : -ENOMEM;
 }
@@ -118,15 +119,27 @@ static int rename_frame(struct profile *prof, const struct thread *t)
     return profile_frame_rename(prof, t->frame, name);
 }
 
-void threads_name_late(struct threads *th, struct profile *prof, uint32_t pid, struct pystack *ps)
+/* Keeps th->name_due no later than t's next look while t's name is still looked for (t of a
+ * Python process). */
+static void note_pending(struct threads *th, const struct thread *t)
+{
+    if (!t->pyname[0] && !t->pyname_done && t->pyname_next < th->name_due)
+        th->name_due = t->pyname_next;
+}
+
+void threads_name_pending(struct threads *th, struct profile *prof, uint32_t pid, struct pystack *ps,
+                          const struct threads_filter *flt, bool last)
 {
     for (size_t j = 0; j < th->cap; j++) {
         struct thread *t = &th->v[j];
+
         if (!t->tid || t->pid != pid || t->pyname[0] || t->pyname_done)
             continue;
-        t->pyname_next = 0;
-        if (read_pyname(ps, t))
-            (void)rename_frame(prof, t); /* -ENOMEM: its name stays the kernel's */
+        if (last)
+            t->pyname_next = 0;
+        if (read_pyname(ps, t) && !rename_frame(prof, t)) /* -ENOMEM: its name stays the kernel's */
+            t->keep = threads_kept(flt, t->tid, t->pyname);
+        note_pending(th, t);
     }
 }
 
@@ -152,6 +165,8 @@ int64_t threads_frame(struct threads *th, struct profile *prof, uint32_t tid, ui
                     break;
                 t->keep = threads_kept(flt, tid, t->pyname);
             }
+            if (ps)
+                note_pending(th, t);
             *keep = t->keep;
             return t->frame;
         }
@@ -164,6 +179,8 @@ int64_t threads_frame(struct threads *th, struct profile *prof, uint32_t tid, ui
         t->tid = tid;
         t->pid = pid;
         read_pyname(ps, t);
+        if (ps)
+            note_pending(th, t);
     }
     if (t->pyname[0])
         snprintf(label, sizeof(label), "%s", t->pyname);

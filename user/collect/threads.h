@@ -4,7 +4,10 @@
  * name when it could be read (3.11-3.13: python/pythreads.h; 3.14+ name the OS thread
  * themselves), else the OS name (comm). A thread whose comm changed (prctl, exec) gets a new
  * frame; one whose Python name is read after its first samples has its frame renamed, so those
- * samples carry the name too (a blocked thread may have only a few). --tid and --thread-name decide which
+ * samples carry the name too (a blocked thread may have only a few). A missing name is looked for
+ * at the thread's records and, for 3 s from its first look, whenever its next look is due
+ * (threads_name_pending, after the drains): a thread blocked from its first records on has no
+ * record once its name is readable. --tid and --thread-name decide which
  * threads are kept, by tid and by that NAME.
  */
 #ifndef PYEBPF_THREADS_H
@@ -44,6 +47,7 @@ struct threads_filter {
 struct threads {
     struct thread *v;
     size_t n, cap;
+    uint64_t name_due; /* the next look for a Python name still missing (UINT64_MAX: none) */
 };
 
 int threads_init(struct threads *th);
@@ -51,10 +55,12 @@ int threads_init(struct threads *th);
  * when `flt` keeps it. `ps` (NULL: not Python) reads its Python name; pid is its process. */
 int64_t threads_frame(struct threads *th, struct profile *prof, uint32_t tid, uint32_t pid, const char *comm,
                       struct pystack *ps, const struct threads_filter *flt, bool *fresh, bool *keep);
-/* One last look for the Python names of pid's threads not named yet (through `ps`), their frames
- * renamed: a thread blocked from its first records on may have had no record after its name
- * became readable. */
-void threads_name_late(struct threads *th, struct profile *prof, uint32_t pid, struct pystack *ps);
+/* Looks again for the Python names of pid's threads not named yet (through `ps`) whose next look
+ * is due, or for all of them when `last`; the frames of those found are renamed and `flt` decides
+ * again whether they are kept. A thread is otherwise looked at on its records: one blocked from
+ * its first records on may have none after its name became readable. */
+void threads_name_pending(struct threads *th, struct profile *prof, uint32_t pid, struct pystack *ps,
+                          const struct threads_filter *flt, bool last);
 /* The thread `tid` already has a frame for, or NULL. */
 struct thread *threads_find(struct threads *th, uint32_t tid);
 void threads_free(struct threads *th);
