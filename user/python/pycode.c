@@ -493,6 +493,7 @@ int pycode_symbolize(struct pycode *c, const struct pystack_raw *raw, size_t n, 
     }
     if (i < n)
         c->final = false; /* cut by max */
+    c->root_unread = k && out[k - 1].frame == (uint32_t)c->unknown_frame;
     if ((how & PYCODE_COMPLETE) && k)
         out[k - 1].entry = true;
     c->st->frames += k;
@@ -502,4 +503,9 @@ int pycode_symbolize(struct pycode *c, const struct pystack_raw *raw, size_t n, 
 bool pycode_final(const struct pycode *c)
 {
     return c->final;
+}
+
+bool pycode_root_unread(const struct pycode *c)
+{
+    return c->root_unread;
 }

@@ -80,5 +80,8 @@ size_t pycode_name_captures(struct pycode *c, const uint64_t *codes, size_t n,
  * copy to look up (free-threaded builds). Then the same raw chain names the same frames in any
  * later sample, and a caller may remember the result (the collector's sample cache). */
 bool pycode_final(const struct pycode *c);
+/* Whether the root-most frame the last pycode_symbolize named is "<unreadable>": a chain that
+ * ends there (no caller) may end on bytes of no one instant, not at the thread's root. */
+bool pycode_root_unread(const struct pycode *c);
 
 #endif

@@ -65,6 +65,7 @@ struct pycode {
     int64_t unknown_frame; /* "<unreadable>" frame, interned once */
     int64_t freed_frame;   /* PYSTACK_FREED */
     bool final;            /* the last pycode_symbolize named every frame for good (pycode.h) */
+    bool root_unread;      /* ... its root-most frame was "<unreadable>" */
 };
 
 static inline uint64_t hdr_u64(const struct pycode *c, const uint8_t *hdr, uint32_t off)

@@ -566,6 +566,15 @@ read:
     if (s->ncodes == MAX_PRED_CODES)
         how |= PYCODE_LATE_FILLS;
     rc = pycode_symbolize(ps->code, ps->raw, n, out, max, how);
+    /* A chain read from memory that ends, no caller, on a frame whose code object could not be
+     * read may end on a frame the thread had popped, its memory reused: its root is not known
+     * (the chain is marked, the collector roots it at [truncated]). */
+    if (rc > 0 && (how & PYCODE_COMPLETE) && pycode_root_unread(ps->code)) {
+        fl |= PYSTACK_BROKEN;
+        ps->st.errors++;
+        if (flags)
+            *flags = fl;
+    }
     if (ps->r.st.calls - calls0 == 1)
         ps->st.steady_samples++;
     return rc;
