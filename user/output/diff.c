@@ -103,9 +103,10 @@ struct folded_ctx {
 static int folded_step(void *arg, const struct diff_step *s)
 {
     struct folded_ctx *c = arg;
-    char *copy = strdup(s->label);
+    char *copy = malloc(strlen(s->label) + 2);
     if (!copy)
         return -ENOMEM;
+    folded_fold(strcpy(copy, s->label));
     free(c->path[s->depth]);
     c->path[s->depth] = copy;
     if (!s->before_self && !s->after_self)

@@ -27,24 +27,21 @@
 
 /* -- Writer ------------------------------------------------------------------------------------- */
 
-/* A label's character as written: ';' separates frames, a line break ends the stack. */
-static char fold_char(char c)
+void folded_fold(char *s)
 {
-    return c == ';' ? ':' : c == '\n' || c == '\r' ? ' ' : c;
+    if (!*s) {
+        strcpy(s, "?"); /* an empty frame would vanish when read back */
+        return;
+    }
+    for (; *s; s++) /* ';' separates frames, a line break ends the stack */
+        *s = *s == ';' ? ':' : *s == '\n' || *s == '\r' ? ' ' : *s;
 }
 
 void folded_put_label(FILE *f, const char *s, bool first)
 {
-    if (!*s) {
-        fputc('?', f); /* an empty frame would vanish when read back */
-        return;
-    }
-    if (first && *s == '#') {
-        fputc('?', f); /* a line starting with '#' reads back as a comment */
-        s++;
-    }
-    for (; *s; s++)
-        fputc(fold_char(*s), f);
+    if (first && *s == '#')
+        s++, putc_unlocked('?', f); /* a line starting with '#' reads back as a comment */
+    fputs_unlocked(s, f);
 }
 
 /* Each frame's label as written, made at its first line: a frame is on many lines (200
@@ -66,10 +63,7 @@ static const char *label_of(struct labels *L, uint32_t frame)
         return NULL;
     /* never cut: a cut label could merge two frames when read back */
     profile_frame_label(L->v, frame, t, (size_t)n + 1);
-    if (!n)
-        strcpy(t, "?"); /* an empty frame would vanish when read back */
-    for (char *c = t; *c; c++)
-        *c = fold_char(*c);
+    folded_fold(t);
     return L->s[frame] = t;
 }
 
@@ -85,9 +79,7 @@ static int write_node(struct labels *L, uint32_t node, FILE *f, uint32_t *path, 
                     return -ENOMEM;
                 if (i)
                     putc_unlocked(';', f);
-                else if (*l == '#')
-                    l++, putc_unlocked('?', f); /* a line starting with '#' reads back as a comment */
-                fputs_unlocked(l, f);
+                folded_put_label(f, l, i == 0);
             }
             fprintf(f, " %llu\n", (unsigned long long)v->nodes[node].self);
         }

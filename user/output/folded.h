@@ -13,8 +13,11 @@
 #include "profile/view.h"
 
 int folded_write(const struct profile *p, FILE *f);
-/* Writes one frame's label with what would break the line format replaced: ';' by ':', line
- * breaks by spaces, an empty label by '?', and a leading '#' (a comment) by '?' when `first`. */
+/* Makes the label `s` one that cannot break the line format, in place: ';' becomes ':', line
+ * breaks spaces, an empty label "?" (s has room for 2 bytes). */
+void folded_fold(char *s);
+/* Writes a label folded_fold made, as the first frame of its line or not: a leading '#' (a
+ * comment) of the first is written '?'. */
 void folded_put_label(FILE *f, const char *s, bool first);
 
 struct folded_stats {
