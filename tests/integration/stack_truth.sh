@@ -31,7 +31,9 @@ HZ=997
 CAP_SECONDS=120     # -d: a run normally ends when its workload does (a loaded machine gives
                     # it a fraction of a CPU: 3 s of CPU can take 30 s)
 MIN_CHURN_LEAF=100  # churn_<n> -> leaf samples the churn runs must hold (else they prove nothing)
-CHURN_RUNS=3        # ... runs at most, to reach it
+CHURN_RUNS=8        # ... runs at most, to reach it: a run holds ~150-900 of them, but under
+                    # CPython's JIT (python3.15-jit) a run whose loops are compiled early holds
+                    # ~20 (its churn_<n> frames are mostly leaves: nothing seen under them)
 MIN_CALLS=500       # samples of the call graph a calls run must hold
 MAX_TORN_PCT=0.1    # --no-bpf: impossible stacks among the unmarked ones, in %
 # --no-bpf: misnamed churn samples, in %. A remote read races the target: a code object freed
@@ -73,8 +75,9 @@ sample() {
 
 # churn LABEL MODE MAX_PCT OPTION...: churn runs and their verdict. A run's checked samples are
 # those not marked; on a loaded machine the collector names code objects late and more of them
-# are marked freed (<freed code>), so runs are added, up to CHURN_RUNS, until MIN_CHURN_LEAF
-# samples are checked; every run's misnamed samples count.
+# are marked freed (<freed code>), and under a JIT fewer churn frames have a leaf under them, so
+# runs are added, up to CHURN_RUNS, until MIN_CHURN_LEAF samples are checked; every run's
+# misnamed samples count.
 churn() {
     local label=$1 mode=$2 max=$3 c run f
     local all=0 bad=0 leaf=0 str=0 mk=0 made=0 first=""
