@@ -171,53 +171,42 @@ done
 check "gil: --stats counts the samples the kernel left out" grep -qE '^gil_not_held_drops: [1-9]' "$d/err"
 
 # -- thread names, every interpreter ------------------------------------------------------------
-# "thread TID (NAME)": the threading.Thread name, read from the target on 3.11-3.13, the OS name
-# CPython 3.14+ gives the thread
-for line in "${pys[@]}"; do
-    read -r label path _ <<< "$line"
-    if [ "$path" = - ]; then
-        skip "names: $label" "$(echo "$line" | cut -d' ' -f3-)"
-        continue
-    fi
-    d="$TMP/names-$label"; mkdir -p "$d"
-    "$S" -q --mode offcpu --threads -o "$d/p.folded" -- "$path" "$W" 1 > "$d/out" 2> "$d/err"
-    missing=""
-    for name in cpu sleeper reader feeder gil-1 gil-2; do
-        grep -q "^thread $(tid "$name" "$d/out") ($name);" "$d/p.folded" || missing="$missing $name"
-    done
-    if [ -z "$missing" ] && [ -s "$d/p.folded" ]; then
-        pass "names: $label: every thread as \"thread TID (NAME)\""
-    else
-        fail "names: $label: every thread as \"thread TID (NAME)\"" "missing:$missing; $(cut -d';' -f1 "$d/p.folded" | sort -u | tr '\n' ' ')"
-    fi
-done
-
-# -- names of threads with no record once their name is readable --------------------------------
-# tests/py/late_name.py, a launched command gone before the profile is written: its main thread
-# blocks from the start (its records come before its name can be read) and a thread registers
-# with threading after its last record. Both named all the same: the looks for a missing name go
-# on after each drain, not only at the thread's records. 3.14+ name the OS thread themselves
-# ("late"; the main thread keeps the kernel's name there).
-for line in "${pys[@]}"; do
-    read -r label path _ <<< "$line"
-    if [ "$path" = - ]; then
-        skip "late names: $label" "$(echo "$line" | cut -d' ' -f3-)"
-        continue
-    fi
-    d="$TMP/late-$label"; mkdir -p "$d"
-    "$S" -q --mode offcpu --threads -o "$d/p.folded" -- "$path" "$ROOT/tests/py/late_name.py" 1 \
-        > "$d/out" 2> "$d/err"
-    names=late
-    "$path" -c 'import sys; sys.exit(sys.version_info >= (3, 14))' && names="MainThread late"
-    missing=""
+# named CHECK DIR NAMES -- COMMAND...: COMMAND launched under --mode offcpu --threads; CHECK passes
+# when the thread of each of NAMES (its "TID NAME" line in the output) is "thread TID (NAME)"
+named() {
+    local check=$1 d=$2 names=$3 missing="" name
+    shift 4
+    mkdir -p "$d"
+    "$S" -q --mode offcpu --threads -o "$d/p.folded" -- "$@" > "$d/out" 2> "$d/err"
     for name in $names; do
         grep -q "^thread $(tid "$name" "$d/out") ($name);" "$d/p.folded" || missing="$missing $name"
     done
     if [ -z "$missing" ] && [ -s "$d/p.folded" ]; then
-        pass "late names: $label: $names"
+        pass "$check"
     else
-        fail "late names: $label: $names" "missing:$missing; $(cut -d';' -f1 "$d/p.folded" | sort -u | tr '\n' ' ')"
+        fail "$check" "missing:$missing; $(cut -d';' -f1 "$d/p.folded" | sort -u | tr '\n' ' ')"
     fi
+}
+
+# "thread TID (NAME)": the threading.Thread name, read from the target on 3.11-3.13, the OS name
+# CPython 3.14+ gives the thread.
+# Late names: tests/py/late_name.py, a launched command gone before the profile is written: its
+# main thread blocks from the start (its records come before its name can be read) and a thread
+# registers with threading after its last record. Both named all the same: the looks for a
+# missing name go on after each drain, not only at the thread's records. 3.14+ name the OS
+# thread themselves ("late"; the main thread keeps the kernel's name there).
+for line in "${pys[@]}"; do
+    read -r label path _ <<< "$line"
+    if [ "$path" = - ]; then
+        skip "names: $label" "$(echo "$line" | cut -d' ' -f3-)"
+        skip "late names: $label" "$(echo "$line" | cut -d' ' -f3-)"
+        continue
+    fi
+    named "names: $label: every thread as \"thread TID (NAME)\"" "$TMP/names-$label" \
+        "cpu sleeper reader feeder gil-1 gil-2" -- "$path" "$W" 1
+    late=late
+    "$path" -c 'import sys; sys.exit(sys.version_info >= (3, 14))' && late="MainThread late"
+    named "late names: $label: $late" "$TMP/late-$label" "$late" -- "$path" "$ROOT/tests/py/late_name.py" 1
 done
 
 # -- units ----------------------------------------------------------------------------------------
