@@ -30,7 +30,7 @@ struct collect_target {
     struct merge merge;
     struct fcache fc; /* user address -> frame, valid for one proc_generation */
     struct scache sc; /* raw stack -> the sample's user frames, the same */
-    uint64_t py_first_ns, py_next_ns;
+    uint64_t py_first_ns, py_next_ns, py_delay_ns;
     uint64_t py_gen; /* proc_generation at the last failed attach: a change retries at once */
     uint64_t py_samples;
     uint64_t gil_holder; /* --no-bpf: the thread state holding the GIL at this tick (0: none) */
