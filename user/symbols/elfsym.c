@@ -62,6 +62,10 @@ struct elf_file {
     struct sym *syms;
     size_t nsyms;
     char *plt_names; /* "name@plt" strings of the PLT entries, one block */
+    /* The PLT sections' span; their names are made at the first lookup inside it: the stubs of a
+     * large library (libpython's 1,400) cost a tenth of its loading, and few stacks meet one. */
+    uint64_t plt_lo, plt_hi;
+    bool plt_pending;
     bool from_debug;
     bool has_cfi;
     struct cfi_read_table cfi;
@@ -279,7 +283,7 @@ static bool has_section_type(Elf *e, Elf64_Word type)
 }
 
 /* Name of an IRELATIVE stub's target: the symbol starting at the resolver's address. */
-static const char *symbol_at(const struct elf_file *f, uint64_t addr)
+static const char *symbol_at(struct elf_file *f, uint64_t addr)
 {
     uint64_t off;
     const char *name = elfsym_lookup(f, addr, &off);
@@ -456,7 +460,7 @@ static int load(struct elf_file *f, const char *root)
         (!own && (err = add_symbols(f, f->main.elf, SHT_DYNSYM))))
         return err;
     sort_symbols(f);
-    add_plt_symbols(f); /* optional: without memory for them the file keeps its own symbols */
+    f->plt_pending = elfsym_plt_span(f->main.elf, &f->plt_lo, &f->plt_hi);
     read_cfi(f);
     return 0;
 }
@@ -605,8 +609,12 @@ static bool same_exec_segment(const struct elf_file *f, uint64_t a, uint64_t b)
     return false;
 }
 
-const char *elfsym_lookup(const struct elf_file *f, uint64_t vaddr, uint64_t *offset)
+const char *elfsym_lookup(struct elf_file *f, uint64_t vaddr, uint64_t *offset)
 {
+    if (f->plt_pending && vaddr - f->plt_lo < f->plt_hi - f->plt_lo) {
+        f->plt_pending = false; /* first: add_plt_symbols looks up the resolvers' names */
+        add_plt_symbols(f);     /* optional: without memory for them the file keeps its own symbols */
+    }
     size_t lo = 0, hi = f->nsyms;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;

@@ -154,13 +154,14 @@ static uint64_t entry_size(const GElf_Shdr *sh, bool pltgot, const uint8_t *p, s
     return 16;
 }
 
+static const char *const plt_secs[] = {".plt", ".plt.sec", ".plt.got"};
+
 static int scan_plt(Elf *e, const struct slot *slots, size_t nslots, struct elfsym_plt_entry **v, size_t *n,
                     size_t *cap)
 {
-    static const char *const secs[] = {".plt", ".plt.sec", ".plt.got"};
-    for (size_t k = 0; k < sizeof(secs) / sizeof(secs[0]); k++) {
+    for (size_t k = 0; k < sizeof(plt_secs) / sizeof(plt_secs[0]); k++) {
         GElf_Shdr sh;
-        Elf_Scn *s = elfsec_find(e, secs[k], &sh);
+        Elf_Scn *s = elfsec_find(e, plt_secs[k], &sh);
         Elf_Data *d = s && sh.sh_type == SHT_PROGBITS ? elf_getdata(s, NULL) : NULL;
         if (!d || !d->d_buf)
             continue;
@@ -205,4 +206,23 @@ int elfsym_plt_read(Elf *e, struct elfsym_plt_entry **out, size_t *nout)
     }
     free(slots);
     return err;
+}
+
+bool elfsym_plt_span(Elf *e, uint64_t *lo, uint64_t *hi)
+{
+    GElf_Ehdr eh;
+    *lo = UINT64_MAX;
+    *hi = 0;
+    if (!gelf_getehdr(e, &eh) || eh.e_machine != EM_X86_64)
+        return false;
+    for (size_t k = 0; k < sizeof(plt_secs) / sizeof(plt_secs[0]); k++) {
+        GElf_Shdr sh;
+        if (!elfsec_find(e, plt_secs[k], &sh) || sh.sh_type != SHT_PROGBITS || !sh.sh_size)
+            continue;
+        if (sh.sh_addr < *lo)
+            *lo = sh.sh_addr;
+        if (sh.sh_addr + sh.sh_size > *hi)
+            *hi = sh.sh_addr + sh.sh_size;
+    }
+    return *lo < *hi;
 }
