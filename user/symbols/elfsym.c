@@ -192,9 +192,6 @@ static int cmp_sym(const void *a, const void *b)
  * instead of 6.2 ms and 280 (medians of 25). */
 static void sort_syms(struct sym *v, size_t n)
 {
-    size_t count[256] = {0}, next[256];
-    uint64_t differ = 0;
-
     if (n <= 32) {
         for (size_t i = 1; i < n; i++)
             for (size_t k = i; k > 0 && cmp_sym(&v[k - 1], &v[k]) > 0; k--) {
@@ -204,6 +201,9 @@ static void sort_syms(struct sym *v, size_t n)
             }
         return;
     }
+    /* declared here: zeroing the counts (2 KiB) for each small bucket was an eighth of the sort */
+    size_t count[256] = {0}, next[256];
+    uint64_t differ = 0;
     for (size_t i = 1; i < n; i++)
         differ |= v[i].addr ^ v[0].addr;
     if (!differ) { /* more than 32 names at one address */
