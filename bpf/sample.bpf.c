@@ -301,21 +301,26 @@ static __always_inline __u8 win_u8(const struct py_walk *w, __u32 at, __u32 off)
  * frame: by then the object may be freed and the address another code object's. A frame that
  * runs the same code as its callee (recursion) reuses the callee's: both are alive now.
  */
-static __always_inline int py_ident(struct py_walk *w, __u64 code)
+__noinline int py_ident(struct py_walk *w, __u64 code)
 {
-    __u32 len = w->L.co_id_len;
+    __u32 len;
     __u64 h = 0, qual[2];
 
+    if (!w) /* a global function's pointer may be NULL for the verifier */
+        return -1;
+    len = w->L.co_id_len;
     if (code == w->last_code)
         return 0;
     count(SAMPLE_CNT_PY_IDENTS);
+    /* The block zero-padded to SAMPLE_PY_ID_MAX bytes is folded whole (as sample_py_ident does):
+     * a branch per word on len forked the verifier's state at each, a seventh of its walk. */
+    __builtin_memset(w->slice, 0, SAMPLE_PY_ID_MAX);
     if (len < 8 || len > SAMPLE_PY_ID_MAX ||
         bpf_probe_read_user(w->slice, len, (void *)(code + w->L.co_id_lo)))
         return -1;
-#pragma unroll
+#pragma clang loop unroll(disable)
     for (__u32 i = 0; i < SAMPLE_PY_ID_MAX / 8; i++)
-        if (i * 8 < len)
-            h = sample_py_mix(h, *(const __u64 *)&w->slice[i * 8]);
+        h = sample_py_mix(h, *(const __u64 *)&w->slice[i * 8]);
     if (bpf_probe_read_user(qual, sizeof(qual),
                             (void *)(slice_u64(w, w->L.co_id_qualname) + w->L.str_length)))
         return -1;

@@ -179,14 +179,17 @@ static inline __attribute__((always_inline)) __u32 sample_py_named_bit(__u32 tgi
 #ifndef __VMLINUX_H__
 #include <string.h>
 
-/* User space's side of the fold, over a copy of the block (len: a multiple of 8) and the
+/* User space's side of the fold, over a copy of the block (len: a multiple of 8, at most
+ * SAMPLE_PY_ID_MAX; folded zero-padded to SAMPLE_PY_ID_MAX, as the program does) and the
  * qualname's length and hash words. */
 static inline __u64 sample_py_ident(const void *block, __u32 len, __u64 qual_length, __u64 qual_hash)
 {
     __u64 h = 0, w;
 
-    for (__u32 i = 0; i + 8 <= len; i += 8) {
-        memcpy(&w, (const __u8 *)block + i, 8);
+    for (__u32 i = 0; i + 8 <= SAMPLE_PY_ID_MAX; i += 8) {
+        w = 0;
+        if (i + 8 <= len)
+            memcpy(&w, (const __u8 *)block + i, 8);
         h = sample_py_mix(h, w);
     }
     h = sample_py_mix(h, qual_length);
