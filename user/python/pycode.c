@@ -335,7 +335,8 @@ static void resolve(struct pycode *c, size_t n, unsigned how)
 }
 
 /* One pycode_name_captures round: up to FETCH_MAX code objects, two calls to fold their idents
- * (headers, then qualname words) and three to fill them (headers again, then the fetch's two). */
+ * (headers, then qualname words) and the fetch's two to fill them; the headers folded are the
+ * entries' (read again, 200 threads' codes were a call of 200 segments more). */
 static size_t name_round(struct pycode *c, const uint64_t *codes, size_t n, struct pystack_raw *raw,
                          void (*named)(void *arg, uint64_t code, uint64_t ident), void *arg)
 {
@@ -360,13 +361,21 @@ static size_t name_round(struct pycode *c, const uint64_t *codes, size_t n, stru
     }
     if (remote_readv(c->r, segs, n, true) < 0)
         goto out;
-    for (size_t i = 0; i < n; i++)
-        if (segs[i].len && segs[i].ok)
-            raw[k++] = (struct pystack_raw){
-                .code = codes[i], .ident = pycode_table_ident(c, hdrs + i * L->co_hdr_size, quals[i])};
+    for (size_t i = 0; i < n; i++) {
+        if (!segs[i].len || !segs[i].ok)
+            continue;
+        if (k != i) /* the header goes with its entry: slot k */
+            memcpy(hdrs + k * L->co_hdr_size, hdrs + i * L->co_hdr_size, L->co_hdr_size);
+        raw[k] = (struct pystack_raw){.code = codes[i],
+                                      .ident = pycode_table_ident(c, hdrs + k * L->co_hdr_size, quals[i])};
+        k++;
+    }
     pycode_begin(c);
     if (!k || entries_of(c, raw, k) != 0)
         goto out;
+    for (size_t i = 0; i < k; i++)
+        if (c->ents[i] && !fresh(c, c->ents[i]))
+            apply_header(c, c->ents[i], hdrs + i * L->co_hdr_size, NULL);
     resolve(c, k, 0);
     for (size_t i = 0; i < k; i++) {
         const struct code_entry *e = c->ents[i];
