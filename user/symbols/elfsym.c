@@ -61,9 +61,13 @@ struct elf_file {
     size_t nloads;
     struct sym *syms;
     size_t nsyms;
-    char *plt_names; /* "name@plt" strings of the PLT entries, one block */
-    /* The PLT sections' span; their names are made at the first lookup inside it: the stubs of a
-     * large library (libpython's 1,400) cost a tenth of its loading, and few stacks meet one. */
+    /* The PLT stubs' symbols, sorted, in a table of their own: made at the first lookup inside
+     * the PLT sections' span, they no longer grow (and copy) the file's table. A large library's
+     * (libpython's 1,400) cost a tenth of its loading; a Python thread's leaf is often one
+     * (__tls_get_addr@plt), so most runs still make them, later and smaller. */
+    struct sym *plt;
+    size_t nplt;
+    char *plt_names; /* their "name@plt" strings, one block */
     uint64_t plt_lo, plt_hi;
     bool plt_pending;
     bool from_debug;
@@ -258,20 +262,6 @@ static void sort_symbols(struct elf_file *f)
     dedup_symbols(f);
 }
 
-/* Merges add[0..n), sorted, into the sorted table (room for n more already allocated). */
-static void merge_symbols(struct elf_file *f, const struct sym *add, size_t n)
-{
-    size_t i = f->nsyms, j = n, w = f->nsyms + n;
-    while (j > 0) {
-        if (i > 0 && cmp_sym(&f->syms[i - 1], &add[j - 1]) > 0)
-            f->syms[--w] = f->syms[--i];
-        else
-            f->syms[--w] = add[--j];
-    }
-    f->nsyms += n;
-    dedup_symbols(f);
-}
-
 static bool has_section_type(Elf *e, Elf64_Word type)
 {
     for (Elf_Scn *s = NULL; (s = elf_nextscn(e, s));) {
@@ -282,18 +272,22 @@ static bool has_section_type(Elf *e, Elf64_Word type)
     return false;
 }
 
-/* Name of an IRELATIVE stub's target: the symbol starting at the resolver's address. */
-static const char *symbol_at(struct elf_file *f, uint64_t addr)
+static const char *table_lookup(const struct elf_file *f, const struct sym *v, size_t n, uint64_t vaddr,
+                                uint64_t *offset);
+
+/* The name of the file's own symbol starting at addr (an IRELATIVE stub's resolver; a symbol at a
+ * stub's address), or NULL. */
+static const char *symbol_at(const struct elf_file *f, uint64_t addr)
 {
     uint64_t off;
-    const char *name = elfsym_lookup(f, addr, &off);
+    const char *name = table_lookup(f, f->syms, f->nsyms, addr, &off);
     return name && !off ? name : NULL;
 }
 
-/* Adds "name@plt" symbols for the PLT stubs, ranked below any real symbol at the same address
- * (runs after sort_symbols: an IFUNC stub takes the name of its resolver). An
- * IFUNC stub without a symbol there is "*ABS*+0xADDR@plt", as objdump prints it; PLT0 and
- * other stubs calling nothing known are "[plt]". */
+/* Makes the "name@plt" symbols of the PLT stubs (f->plt), ranked below any real symbol at the
+ * same address (elfsym_lookup; an IFUNC stub takes the name of its resolver). An IFUNC stub
+ * without a symbol there is "*ABS*+0xADDR@plt", as objdump prints it; PLT0 and other stubs
+ * calling nothing known are "[plt]". */
 static int add_plt_symbols(struct elf_file *f)
 {
     struct elfsym_plt_entry *v;
@@ -308,17 +302,9 @@ static int add_plt_symbols(struct elf_file *f)
         const char *nm = v[i].name ? v[i].name : (v[i].name = symbol_at(f, v[i].resolver));
         bytes += (nm ? strlen(nm) : (size_t)snprintf(abs, sizeof(abs), "*ABS*+%#" PRIx64, v[i].resolver)) + 5;
     }
-    struct sym *nv = realloc(f->syms, (f->nsyms + n) * sizeof(*nv));
-    if (nv)
-        f->syms = nv;
-    if (!nv || !(f->plt_names = malloc(bytes ? bytes : 1))) {
-        free(v);
-        return -ENOMEM;
-    }
-    /* sorted apart and merged in: a second sort of the whole table would cost more than the
-     * rest of the file's loading */
     struct sym *add = malloc(n * sizeof(*add));
-    if (!add) {
+    if (!add || !(f->plt_names = malloc(bytes ? bytes : 1))) {
+        free(add);
         free(v);
         return -ENOMEM;
     }
@@ -336,8 +322,8 @@ static int add_plt_symbols(struct elf_file *f)
     }
     free(v);
     qsort(add, n, sizeof(*add), cmp_sym);
-    merge_symbols(f, add, n);
-    free(add);
+    f->plt = add;
+    f->nplt = n;
     return 0;
 }
 
@@ -472,6 +458,7 @@ static void file_free(struct elf_file *f)
     image_free(&f->debug);
     image_free(&f->main);
     free(f->syms);
+    free(f->plt);
     free(f->plt_names);
     free(f->loads);
     free(f->name);
@@ -609,16 +596,14 @@ static bool same_exec_segment(const struct elf_file *f, uint64_t a, uint64_t b)
     return false;
 }
 
-const char *elfsym_lookup(struct elf_file *f, uint64_t vaddr, uint64_t *offset)
+/* The symbol of v[0..n) (sorted) containing vaddr. */
+static const char *table_lookup(const struct elf_file *f, const struct sym *v, size_t n, uint64_t vaddr,
+                                uint64_t *offset)
 {
-    if (f->plt_pending && vaddr - f->plt_lo < f->plt_hi - f->plt_lo) {
-        f->plt_pending = false; /* first: add_plt_symbols looks up the resolvers' names */
-        add_plt_symbols(f);     /* optional: without memory for them the file keeps its own symbols */
-    }
-    size_t lo = 0, hi = f->nsyms;
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (f->syms[mid].addr <= vaddr)
+        if (v[mid].addr <= vaddr)
             lo = mid + 1;
         else
             hi = mid;
@@ -626,7 +611,7 @@ const char *elfsym_lookup(struct elf_file *f, uint64_t vaddr, uint64_t *offset)
     /* The nearest start may be a small symbol that ended; a few steps back find an enclosing
      * one (nested symbols are rare and shallow). */
     for (size_t i = lo, steps = 0; i > 0 && steps < 4; i--, steps++) {
-        const struct sym *s = &f->syms[i - 1];
+        const struct sym *s = &v[i - 1];
         bool inside = s->size ? vaddr - s->addr < s->size
                               : i == lo && steps == 0 && same_exec_segment(f, s->addr, vaddr);
         if (inside) {
@@ -635,6 +620,25 @@ const char *elfsym_lookup(struct elf_file *f, uint64_t vaddr, uint64_t *offset)
         }
     }
     return NULL;
+}
+
+const char *elfsym_lookup(struct elf_file *f, uint64_t vaddr, uint64_t *offset)
+{
+    if (vaddr - f->plt_lo < f->plt_hi - f->plt_lo) {
+        if (f->plt_pending) {
+            f->plt_pending = false;
+            add_plt_symbols(f); /* optional: without memory for them the file keeps its own symbols */
+        }
+        /* A stub's symbol; a real one starting at its address wins (as in the file's table, where
+         * the stubs' sizeless neighbours must not cover them either: PLT0 and bare stubs have
+         * symbols of their own). */
+        const char *stub = f->nplt ? table_lookup(f, f->plt, f->nplt, vaddr, offset) : NULL;
+        if (stub) {
+            const char *real = symbol_at(f, vaddr - *offset);
+            return real ? real : stub;
+        }
+    }
+    return table_lookup(f, f->syms, f->nsyms, vaddr, offset);
 }
 
 const struct cfi_read_table *elfsym_cfi(const struct elf_file *f)
@@ -649,7 +653,7 @@ const char *elfsym_name(const struct elf_file *f)
 
 size_t elfsym_count(const struct elf_file *f)
 {
-    return f->nsyms;
+    return f->nsyms + f->nplt;
 }
 
 const uint8_t *elfsym_build_id(const struct elf_file *f, size_t *len)
