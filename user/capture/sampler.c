@@ -143,6 +143,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
 {
     struct sampler *s;
     int err, ncpu;
+    unsigned levels;
 
     *out = NULL;
     if (stage)
@@ -209,8 +210,13 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
     /* Woken at half: the other half holds what comes in while the collector gets a CPU. */
     s->skel->rodata->cfg_wake_bytes = s->ring_size / 2;
     err = bpf_map__set_max_entries(s->skel->maps.events, s->ring_size);
-    if (!err) /* the record buffers: SAMPLE_REC_LEVELS per CPU */
-        err = bpf_map__set_max_entries(s->skel->maps.rec_bufs, SAMPLE_REC_LEVELS * (unsigned)ncpu);
+    /* the record buffers: one per CPU for each program loaded that records (a level per program) */
+    levels = o->offcpu && !o->no_oncpu ? SAMPLE_REC_LEVELS : 1;
+    s->skel->rodata->cfg_rec_levels = levels;
+    if (!err)
+        err = bpf_map__set_max_entries(s->skel->maps.rec_bufs, levels * (unsigned)ncpu);
+    if (!err)
+        err = bpf_map__set_max_entries(s->skel->maps.py_scratch, levels);
     /* An LRU map's entries are allocated at creation, ~1.5 ms for SAMPLE_MAX_THREADS of them:
      * only the off-CPU program uses this one. */
     if (!err && !o->offcpu)
