@@ -30,8 +30,9 @@ struct collect_target {
     struct merge merge;
     struct fcache fc; /* user address -> frame, valid for one proc_generation */
     struct scache sc; /* raw stack -> the sample's user frames, the same */
-    uint64_t py_first_ns, py_next_ns, py_delay_ns;
-    uint64_t py_gen; /* proc_generation at the last failed attach: a change retries at once */
+    uint64_t py_first_ns, py_next_ns;
+    uint64_t py_delay_ns; /* the last wait for a runtime found but not ready (0: none yet) */
+    uint64_t py_gen;      /* proc_generation at the last failed attach: a change retries at once */
     uint64_t py_samples;
     uint64_t gil_holder; /* --no-bpf: the thread state holding the GIL at this tick (0: none) */
     bool gil_read;       /* ... read at this tick (collect_python_tick) */

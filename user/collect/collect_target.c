@@ -13,12 +13,13 @@
 #include "util/monotime.h"
 
 /* A target that is not Python yet may be a launched command before its exec, or an
- * interpreter still starting: attaching is retried for PY_WINDOW_NS, first PY_RETRY_FIRST_NS
- * later, then twice as long each time up to PY_RETRY_NS, and at once when its mappings changed
- * (the exec, libpython loaded). An interpreter met as it starts (its code type not readable
- * yet: 1 launch in 8) is usually ready milliseconds later; a fixed 250 ms left the threads it
- * started meanwhile without Python frames until then, and a thread's first blocking call (a
- * second-long sleep) weighed that long without its line. */
+ * interpreter still starting: attaching is retried for PY_WINDOW_NS, and at once when its
+ * mappings changed (the exec, libpython loaded). Without a runtime in its mappings it is looked
+ * at again every PY_RETRY_NS (looking scans each mapped file's symbols); a runtime found but not
+ * ready yet (its code type not readable: 1 launch in 8) first PY_RETRY_FIRST_NS later, then
+ * twice as long each time up to PY_RETRY_NS: it is usually ready milliseconds later, and a fixed
+ * 250 ms left the threads it started meanwhile without Python frames until then (a thread's
+ * first blocking call, a second-long sleep, weighed that long without its line). */
 #define PY_RETRY_FIRST_NS 2000000ull
 #define PY_RETRY_NS       250000000ull
 #define PY_WINDOW_NS      3000000000ull
@@ -88,11 +89,16 @@ void collect_attach_python(struct collector *c, struct collect_target *t)
     t->ps = NULL;
     snprintf(t->py_err, sizeof(t->py_err), "%s", err[0] ? err : strerror(-r));
     if (now - t->py_first_ns < PY_WINDOW_NS && r != -ESRCH) {
-        t->py_delay_ns = t->py == PY_RETRY ? t->py_delay_ns * 2 : PY_RETRY_FIRST_NS;
-        if (t->py_delay_ns > PY_RETRY_NS)
-            t->py_delay_ns = PY_RETRY_NS;
+        if (r == -ENOENT) {
+            t->py_delay_ns = 0;
+            t->py_next_ns = now + PY_RETRY_NS;
+        } else {
+            t->py_delay_ns = t->py_delay_ns ? t->py_delay_ns * 2 : PY_RETRY_FIRST_NS;
+            if (t->py_delay_ns > PY_RETRY_NS)
+                t->py_delay_ns = PY_RETRY_NS;
+            t->py_next_ns = now + t->py_delay_ns;
+        }
         t->py = PY_RETRY;
-        t->py_next_ns = now + t->py_delay_ns;
         t->py_gen = t->proc ? proc_generation(t->proc) : 0;
         return;
     }

@@ -40,14 +40,14 @@ void elfsym_put(struct elf_file *f);
 int elfsym_bias(const struct elf_file *f, uint64_t map_start, uint64_t map_offset, uint64_t *bias);
 
 /* The function symbol containing link-time address vaddr, or NULL; *offset = vaddr - start.
- * Not const: the PLT stubs' "name@plt" symbols join the table at the first lookup among them. */
+ * Not const: the PLT stubs' "name@plt" symbols are made at the first lookup among them. */
 const char *elfsym_lookup(struct elf_file *f, uint64_t vaddr, uint64_t *offset);
 
 /* The CFI table (.eh_frame, else .debug_frame), or NULL when the file has none. */
 const struct cfi_read_table *elfsym_cfi(const struct elf_file *f);
 
 const char *elfsym_name(const struct elf_file *f);
-/* Symbols in the table so far (the PLT's join it at the first lookup among them). */
+/* Symbols known so far (the PLT stubs' are made at the first lookup among them). */
 size_t elfsym_count(const struct elf_file *f);
 /* Build-id bytes (NULL and 0 when none). */
 const uint8_t *elfsym_build_id(const struct elf_file *f, size_t *len);
