@@ -213,8 +213,10 @@ bool elfsym_plt_span(Elf *e, uint64_t *lo, uint64_t *hi)
     GElf_Ehdr eh;
     *lo = UINT64_MAX;
     *hi = 0;
-    if (!gelf_getehdr(e, &eh) || eh.e_machine != EM_X86_64)
+    if (!gelf_getehdr(e, &eh) || eh.e_machine != EM_X86_64) {
+        *lo = 0;
         return false;
+    }
     for (size_t k = 0; k < sizeof(plt_secs) / sizeof(plt_secs[0]); k++) {
         GElf_Shdr sh;
         if (!elfsec_find(e, plt_secs[k], &sh) || sh.sh_type != SHT_PROGBITS || !sh.sh_size)
@@ -224,5 +226,8 @@ bool elfsym_plt_span(Elf *e, uint64_t *lo, uint64_t *hi)
         if (sh.sh_addr + sh.sh_size > *hi)
             *hi = sh.sh_addr + sh.sh_size;
     }
-    return *lo < *hi;
+    if (*lo < *hi)
+        return true;
+    *lo = *hi = 0; /* an empty span */
+    return false;
 }

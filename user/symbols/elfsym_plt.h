@@ -20,8 +20,8 @@ struct elfsym_plt_entry {
 
 /* The stubs of e (none for other machines), in a malloc'ed array. 0 or -ENOMEM. */
 int elfsym_plt_read(Elf *e, struct elfsym_plt_entry **out, size_t *n);
-/* The link-time addresses [*lo, *hi) the stub sections span; false when e has none (or is not
- * x86-64): elfsym_plt_read would find no stub. */
+/* The link-time addresses [*lo, *hi) the stub sections span; false, and an empty span [0, 0),
+ * when e has none (or is not x86-64): elfsym_plt_read would find no stub. */
 bool elfsym_plt_span(Elf *e, uint64_t *lo, uint64_t *hi);
 
 #endif
