@@ -22,6 +22,8 @@ MAX_LOST_PCT=0.1        # 1 kHz for 10 s: samples lost
 MIN_PLT_SAMPLES=100     # pltloop's run (a count that follows the CPU the target gets: ~2,000 idle)
 MIN_PLT_STUB=5          # ... of them in main;spin;labs@plt: the stub's share is the CPU's (10 % on
                         # one machine, 0.9 % on another), enough to show they are named
+PLT_RUNS=4              # pltloop runs added up until that many are seen: under ASan + UBSan one run
+                        # in eight spends nearly all its time in spin itself (3 of 2,000 samples in labs)
 
 # callgraph FILE NAME [ERR]: c and d hold their shares of main;a (±5 points): the CPU time split
 # the workload measured in this run (its last line in ERR), else 2/3 and 1/3 by construction
@@ -211,12 +213,16 @@ check "isolation: one thread root, the target's ($n)" [ "$n" -eq 1 ]
 # 11. samples in a PLT stub are named as objdump and perf name them (labs@plt), not
 # pltloop+0xOFF; the unwinder steps out of the stub to its caller
 if [ -x "$P/pltloop" ]; then
-    "$S" -q -F 999 -o "$TMP/plt.folded" -- "$P/pltloop" 2 > /dev/null 2> "$TMP/plt.err"
-    t=$(sum "$TMP/plt.folded" '.')
-    s=$(sum "$TMP/plt.folded" '(^|;)main;spin;labs@plt( |$)')
-    # without PLT names a stub reads as pltloop+0xOFF, or as the size-less _init before .plt
-    u=$(sum "$TMP/plt.folded" '(^|;)(pltloop\+0x[0-9a-f]+|spin;_init)( |$)')
-    echo "# pltloop: $s of $t samples in main;spin;labs@plt, $u left as pltloop+0xOFF or spin;_init"
+    t=0 s=0 u=0 runs=0
+    while [ "$runs" -lt "$PLT_RUNS" ] && [ "$s" -lt "$MIN_PLT_STUB" ]; do
+        runs=$((runs + 1))
+        "$S" -q -F 999 -o "$TMP/plt.folded" -- "$P/pltloop" 2 > /dev/null 2> "$TMP/plt.err"
+        t=$((t + $(sum "$TMP/plt.folded" '.')))
+        s=$((s + $(sum "$TMP/plt.folded" '(^|;)main;spin;labs@plt( |$)')))
+        # without PLT names a stub reads as pltloop+0xOFF, or as the size-less _init before .plt
+        u=$((u + $(sum "$TMP/plt.folded" '(^|;)(pltloop\+0x[0-9a-f]+|spin;_init)( |$)')))
+    done
+    echo "# pltloop, runs: $runs: $s of $t samples in main;spin;labs@plt, $u left as pltloop+0xOFF or spin;_init"
     check "plt: main;spin;labs@plt holds >= $MIN_PLT_STUB of >= $MIN_PLT_SAMPLES samples ($s/$t)" \
         awk -v s="$s" -v t="$t" -v m=$MIN_PLT_STUB -v n=$MIN_PLT_SAMPLES 'BEGIN { exit !(s >= m && t >= n) }'
     check "plt: no sample left as pltloop+0xOFF or spin;_init ($u)" [ "$u" -eq 0 ]
