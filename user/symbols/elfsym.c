@@ -632,7 +632,7 @@ const char *elfsym_lookup(struct elf_file *f, uint64_t vaddr, uint64_t *offset)
         /* A stub's symbol; a real one starting at its address wins (as in the file's table, where
          * the stubs' sizeless neighbours must not cover them either: PLT0 and bare stubs have
          * symbols of their own). */
-        const char *stub = f->nplt ? table_lookup(f, f->plt, f->nplt, vaddr, offset) : NULL;
+        const char *stub = table_lookup(f, f->plt, f->nplt, vaddr, offset);
         if (stub) {
             const char *real = symbol_at(f, vaddr - *offset);
             return real ? real : stub;

@@ -211,23 +211,17 @@ int elfsym_plt_read(Elf *e, struct elfsym_plt_entry **out, size_t *nout)
 bool elfsym_plt_span(Elf *e, uint64_t *lo, uint64_t *hi)
 {
     GElf_Ehdr eh;
-    *lo = UINT64_MAX;
-    *hi = 0;
-    if (!gelf_getehdr(e, &eh) || eh.e_machine != EM_X86_64) {
-        *lo = 0;
-        return false;
-    }
-    for (size_t k = 0; k < sizeof(plt_secs) / sizeof(plt_secs[0]); k++) {
+    uint64_t a = UINT64_MAX, b = 0;
+    bool x86 = gelf_getehdr(e, &eh) && eh.e_machine == EM_X86_64;
+
+    for (size_t k = 0; x86 && k < sizeof(plt_secs) / sizeof(plt_secs[0]); k++) {
         GElf_Shdr sh;
         if (!elfsec_find(e, plt_secs[k], &sh) || sh.sh_type != SHT_PROGBITS || !sh.sh_size)
             continue;
-        if (sh.sh_addr < *lo)
-            *lo = sh.sh_addr;
-        if (sh.sh_addr + sh.sh_size > *hi)
-            *hi = sh.sh_addr + sh.sh_size;
+        a = sh.sh_addr < a ? sh.sh_addr : a;
+        b = sh.sh_addr + sh.sh_size > b ? sh.sh_addr + sh.sh_size : b;
     }
-    if (*lo < *hi)
-        return true;
-    *lo = *hi = 0; /* an empty span */
-    return false;
+    *lo = a < b ? a : 0; /* none: the empty span [0, 0) */
+    *hi = a < b ? b : 0;
+    return a < b;
 }
