@@ -422,7 +422,7 @@ static struct collect_stats stats(const struct fixture *f)
 
 extern const char __executable_start[]; /* the linker's: start of the executable's first mapping */
 
-/* A warm address is answered by the cache, with the same frame and the same unknown count. */
+/* A warm address is answered by the caches, with the same frame and the same unknown count. */
 static void test_warm_samples_hit(void **state)
 {
     struct fixture *f = *state;
@@ -442,10 +442,13 @@ static void test_warm_samples_hit(void **state)
         assert_string_equal(t2, t1);
     }
     struct collect_stats s2 = stats(f);
-    assert_int_equal(s2.frame_cache_hits - s1.frame_cache_hits, 10);
+    /* the second sample from the frame cache; the stack is kept whole at that second build (an
+     * address with no symbol in a file mapping stays so, as a stripped binary's do), and the
+     * four after it are replayed from the sample cache */
+    assert_int_equal(s2.frame_cache_hits - s1.frame_cache_hits, 2);
     assert_int_equal(s2.frame_cache_misses, s1.frame_cache_misses);
-    assert_int_equal(s2.unknown_frames, 6);    /* counted on every use, cached or not */
-    assert_int_equal(s2.sample_cache_hits, 0); /* a stack with an unknown frame is not kept whole */
+    assert_int_equal(s2.sample_cache_hits, 4);
+    assert_int_equal(s2.unknown_frames, 6); /* counted on every use, however answered */
 }
 
 /* One address, two meanings: a leaf at a region's start is that region; as a return address the

@@ -359,12 +359,12 @@ static bool native_hidden(const struct collector *c, const struct collect_target
 
 /* The user-space frames of a record (native c->ips[0..nu), Python c->py[0..np)) root first at
  * c->frames + *n. Returns 1 when every frame was named for good (the sample cache may keep
- * them: no unknown native frame, no merge error, each Python frame final), 0 when not, or a
- * negative errno. */
+ * them: each native answer settled — a name, or none in a file mapping, as a stripped binary's
+ * address stays —, no merge error, each Python frame final), 0 when not, or a negative errno. */
 static int user_frames(struct collector *c, struct collect_target *t, size_t nu, size_t np, unsigned pyflags,
                        bool off, size_t *pn)
 {
-    uint64_t unknown = c->nst.unknown_frames;
+    uint64_t unsettled = c->nst.unsettled_frames;
     size_t n = *pn;
     bool merr = false;
     int64_t f;
@@ -398,7 +398,7 @@ static int user_frames(struct collector *c, struct collect_target *t, size_t nu,
             c->frames[n++] = c->native[i];
     }
     *pn = n;
-    return c->nst.unknown_frames == unknown && !merr && (!t->ps || (pyflags & PYSTACK_FINAL));
+    return c->nst.unsettled_frames == unsettled && !merr && (!t->ps || (pyflags & PYSTACK_FINAL));
 }
 
 /* Sample cache key flags: what besides the addresses and the chain decided the frames. */
@@ -436,6 +436,7 @@ static void count_hit(struct collector *c, struct collect_target *t, const struc
 {
     c->truncated = v->truncated;
     c->py_late = false;
+    c->nst.unknown_frames += v->unknown;
     if (!t->ps)
         return;
     c->last_t = NULL; /* as a chain's naming leaves it */
@@ -509,7 +510,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
         n += cv.nframes;
     } else {
         size_t n0 = n;
-        uint64_t merged0 = t->merge.merged;
+        uint64_t merged0 = t->merge.merged, unknown0 = c->nst.unknown_frames;
 
         if ((m = user_frames(c, t, nu, np, pyflags, off, &n)) < 0)
             return m;
@@ -517,6 +518,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
             cv = (struct scache_val){.frames = &c->frames[n0],
                                      .nframes = n - n0,
                                      .py_frames = (uint32_t)np,
+                                     .unknown = (uint32_t)(c->nst.unknown_frames - unknown0),
                                      .truncated = c->truncated,
                                      .merged = t->merge.merged != merged0};
             (void)scache_put(&t->sc, gen, &key, hash, &cv); /* -ENOMEM: built again next time */

@@ -60,6 +60,8 @@ int64_t native_user_frame(struct profile *prof, struct proc *p, struct fcache *f
     /* The generation read after the lookup: a re-read the lookup made is already in it. */
     if (f >= 0 && p && stable_answer(err, &r, ip, leaf))
         fcache_put(fc, proc_generation(p), ip, leaf, (uint32_t)f, flags); /* -ENOMEM: uncached */
+    else
+        st->unsettled_frames++;
     return f;
 }
 

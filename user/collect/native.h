@@ -25,6 +25,8 @@ struct native_stats {
     uint64_t copy_errors;      /* no stack copy in the record */
     uint64_t stack_copy_bytes; /* sum of copied stack bytes */
     uint64_t unknown_frames;   /* frames with no symbol */
+    uint64_t unsettled_frames; /* frames whose answer may still change (the frame cache did not
+                                  keep it): a sample holding one is built again next time */
 };
 
 /* Native return addresses of `ev` (len bytes), leaf first, into ips (at most max); their number.

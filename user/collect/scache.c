@@ -10,7 +10,7 @@
 /* One remembered sample: the key's words, then the frames. */
 struct scache_ent {
     uint64_t hash;
-    uint32_t nips, npy, flags, nframes, py_frames;
+    uint32_t nips, npy, flags, nframes, py_frames, unknown;
     bool truncated, merged;
     uint64_t words[]; /* nips addresses, npy × (code, instr, ident, owner | is_entry << 8), then
                        * the frames as uint32_t */
@@ -124,6 +124,7 @@ bool scache_get(struct scache *sc, uint64_t gen, const struct scache_key *k, uin
     v->frames = (const uint32_t *)(e->words + e->nips + (size_t)e->npy * PY_WORDS);
     v->nframes = e->nframes;
     v->py_frames = e->py_frames;
+    v->unknown = e->unknown;
     v->truncated = e->truncated;
     v->merged = e->merged;
     return true;
@@ -157,6 +158,7 @@ int scache_put(struct scache *sc, uint64_t gen, const struct scache_key *k, uint
                              .flags = k->flags,
                              .nframes = (uint32_t)n,
                              .py_frames = v->py_frames,
+                             .unknown = v->unknown,
                              .truncated = v->truncated,
                              .merged = v->merged};
     memcpy(e->words, k->ips, k->nips * sizeof(*k->ips));

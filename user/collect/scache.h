@@ -43,6 +43,7 @@ struct scache_val {
     const uint32_t *frames; /* root first */
     size_t nframes;
     uint32_t py_frames; /* Python frames among them */
+    uint32_t unknown;   /* native frames among them with no symbol (unknown_frames) */
     bool truncated;     /* the root side is missing: [truncated] goes first */
     bool merged;        /* native and Python frames were merged (merge.h's `merged`) */
 };
