@@ -37,6 +37,10 @@ CPPFLAGS  += -Ijitdump -Iuser -Ibpf -I$(BUILD)/bpf
 LDFLAGS   += $(SANFLAGS)
 LDLIBS    += -lpthread -ldl
 USER_LIBS := -lbpf -ldw -lelf -lz -lm
+# pyebpf-sample takes libbpf, libelf and zlib in whole (libbpf-tools and bpftool link libbpf so
+# too): the dynamic loader mapping and relocating three libraries was ~2 ms of every run's CPU,
+# a tenth of a short one's (docs/benchmarks.md).
+SAMPLE_LIBS := -Wl,-Bstatic -lbpf -lelf -lz -Wl,-Bdynamic -lm
 
 DEBIAN_PACKAGES := build-essential make pkg-config clang llvm lld libbpf-dev bpftool \
   libelf-dev libdw-dev elfutils zlib1g-dev libcmocka-dev libclang-rt-14-dev linux-perf gdb \
@@ -92,7 +96,7 @@ $(BUILD)/obj/user/%.o: user/%.c | $(BUILD)/bpf/.skels
 
 ifneq ($(wildcard user/main.c),)
 $(BUILD)/pyebpf-sample: $(USER_OBJS) $(BUILD)/libpyjit.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(USER_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(SAMPLE_LIBS) $(LDLIBS)
 all: $(BUILD)/pyebpf-sample
 endif
 
