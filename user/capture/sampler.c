@@ -230,6 +230,15 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_fn 
         if (want < SAMPLE_MAX_THREADS)
             err = bpf_map__set_max_entries(s->skel->maps.threads, (uint32_t)want);
     }
+    /* The per-process maps are preallocated too (~0.2 ms each for SAMPLE_MAX_TARGETS): without
+     * --children the one process named or launched is the only target. */
+    if (!o->children) {
+        struct bpf_map *per_target[] = {s->skel->maps.targets, s->skel->maps.target_start,
+                                        s->skel->maps.py_layouts, s->skel->maps.py_gil};
+
+        for (size_t i = 0; !err && i < sizeof(per_target) / sizeof(per_target[0]); i++)
+            err = bpf_map__set_max_entries(per_target[i], 1);
+    }
     if (err)
         goto fail;
 
