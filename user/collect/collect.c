@@ -405,6 +405,24 @@ static int user_frames(struct collector *c, struct collect_target *t, size_t nu,
 #define SK_NATIVE_CUT 1u /* the native unwind stopped at a limit */
 #define SK_PY         2u /* the target is Python: its chain is part of the key */
 #define SK_PY_CUT     4u /* the kernel's chain was cut at its depth limit */
+#define SK_LEAF_FRAME 8u /* the key's leaf is the leaf's frame, not its address */
+
+/* The key's leaf: the leaf's frame once the frame cache has it (an answer it keeps is settled,
+ * and the frames built from the record are the same for every address in it), else its address.
+ * Returns whether it is the frame. */
+static bool key_leaf(const struct collect_target *t, const uint64_t *ips, size_t nu, struct scache_key *k)
+{
+    uint32_t frame;
+    unsigned flags;
+
+    k->flags &= ~SK_LEAF_FRAME;
+    k->leaf = nu ? ips[0] : 0;
+    if (!nu || !fcache_find(&t->fc, proc_generation(t->proc), ips[0], true, &frame, &flags))
+        return false;
+    k->leaf = frame;
+    k->flags |= SK_LEAF_FRAME;
+    return true;
+}
 
 /* The sample cache key of a record unwound into c->ips[0..nu), or false when its user frames
  * are not to be remembered: an off-CPU record (its native frames name its state), --python-only,
@@ -421,12 +439,13 @@ static bool sample_key(struct collector *c, const struct collect_target *t, cons
     if (t->ps && (!c->pk || !pykernel_has_chain(ev) || (ev->py_flags & SAMPLE_PY_UNNAMED) ||
                   (n = pykernel_decode(ev, len, c->raw, SAMPLE_PY_FRAMES_MAX, &cut)) < 0))
         return false;
-    *k = (struct scache_key){.ips = c->ips,
-                             .nips = nu,
+    *k = (struct scache_key){.ips = c->ips + (nu ? 1 : 0),
+                             .nips = nu ? nu - 1 : 0,
                              .py = t->ps ? c->raw : NULL,
                              .npy = (size_t)n,
                              .flags = (c->truncated ? SK_NATIVE_CUT : 0) | (t->ps ? SK_PY : 0) |
                                       (cut ? SK_PY_CUT : 0)};
+    key_leaf(t, c->ips, nu, k);
     return true;
 }
 
@@ -515,6 +534,10 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
         if ((m = user_frames(c, t, nu, np, pyflags, off, &n)) < 0)
             return m;
         if (m && cacheable) {
+            /* a leaf met for the first time has its frame now: the stack is offered under the
+             * key its next sample will have */
+            if (!(key.flags & SK_LEAF_FRAME) && key_leaf(t, c->ips, nu, &key))
+                hash = scache_hash(&key);
             cv = (struct scache_val){.frames = &c->frames[n0],
                                      .nframes = n - n0,
                                      .py_frames = (uint32_t)np,

@@ -60,26 +60,37 @@ static inline uint32_t fcache_bucket_of(uint64_t addr, bool leaf, unsigned bits)
     return (uint32_t)((h * 0xd6e8feb86659fd93ull) >> (64 - bits));
 }
 
+/* The frame of (addr, leaf) at generation `gen` when the cache holds it, without counting or
+ * emptying anything (false for another generation's cache). */
+static inline bool fcache_find(const struct fcache *fc, uint64_t gen, uint64_t addr, bool leaf,
+                               uint32_t *frame, unsigned *flags)
+{
+    const struct fcache_slot *s;
+    uint32_t want = 1u | (uint32_t)leaf << 1;
+
+    if (fc->gen != gen || !fc->slots)
+        return false;
+    s = &fc->slots[(size_t)fcache_bucket_of(addr, leaf, fc->bits) * FCACHE_WAYS];
+    for (unsigned w = 0; w < FCACHE_WAYS; w++)
+        if (s[w].addr == addr && (s[w].tag & 3u) == want) {
+            *frame = s[w].frame;
+            *flags = s[w].tag >> 2;
+            return true;
+        }
+    return false;
+}
+
 /* The frame of (addr, leaf) at generation `gen`: true with *frame and *flags, or false (counted
  * as a miss). A generation other than the cache's empties it first. Inline: it runs once per
  * frame of every sample. */
 static inline bool fcache_get(struct fcache *fc, uint64_t gen, uint64_t addr, bool leaf, uint32_t *frame,
                               unsigned *flags)
 {
-    const struct fcache_slot *s;
-    uint32_t want = 1u | (uint32_t)leaf << 1;
-
     if (fc->gen != gen)
         fcache_set_gen(fc, gen);
-    if (fc->slots) {
-        s = &fc->slots[(size_t)fcache_bucket_of(addr, leaf, fc->bits) * FCACHE_WAYS];
-        for (unsigned w = 0; w < FCACHE_WAYS; w++)
-            if (s[w].addr == addr && (s[w].tag & 3u) == want) {
-                *frame = s[w].frame;
-                *flags = s[w].tag >> 2;
-                fc->hits++;
-                return true;
-            }
+    if (fcache_find(fc, gen, addr, leaf, frame, flags)) {
+        fc->hits++;
+        return true;
     }
     fc->misses++;
     return false;

@@ -9,7 +9,7 @@
 
 /* One remembered sample: the key's words, then the frames. */
 struct scache_ent {
-    uint64_t hash;
+    uint64_t hash, leaf;
     uint32_t nips, npy, flags, nframes, py_frames, unknown;
     bool truncated, merged;
     uint64_t words[]; /* nips addresses, npy × (code, instr, ident, owner | is_entry << 8), then
@@ -75,7 +75,8 @@ static uint64_t lane(uint64_t h, uint64_t v)
 
 uint64_t scache_hash(const struct scache_key *k)
 {
-    uint64_t a = k->nips << 32 | k->npy, b = k->flags, c = 0x243f6a8885a308d3ull, d = 0x13198a2e03707344ull;
+    uint64_t a = k->nips << 32 | k->npy, b = k->flags, c = lane(0x243f6a8885a308d3ull, k->leaf),
+             d = 0x13198a2e03707344ull;
     size_t i = 0;
 
     for (; i + 4 <= k->nips; i += 4) {
@@ -99,8 +100,8 @@ static bool same(const struct scache_ent *e, const struct scache_key *k, uint64_
 {
     const uint64_t *w = e->words + e->nips;
 
-    if (e->hash != hash || e->nips != k->nips || e->npy != k->npy || e->flags != k->flags ||
-        memcmp(e->words, k->ips, k->nips * sizeof(*k->ips)))
+    if (e->hash != hash || e->leaf != k->leaf || e->nips != k->nips || e->npy != k->npy ||
+        e->flags != k->flags || memcmp(e->words, k->ips, k->nips * sizeof(*k->ips)))
         return false;
     for (size_t i = 0; i < k->npy; i++, w += PY_WORDS)
         if (w[0] != k->py[i].code || w[1] != k->py[i].instr || w[2] != k->py[i].ident ||
@@ -153,6 +154,7 @@ int scache_put(struct scache *sc, uint64_t gen, const struct scache_key *k, uint
     if (n > UINT32_MAX || !(e = malloc(sizeof(*e) + words * sizeof(uint64_t) + n * sizeof(uint32_t))))
         return -ENOMEM;
     *e = (struct scache_ent){.hash = hash,
+                             .leaf = k->leaf,
                              .nips = (uint32_t)k->nips,
                              .npy = (uint32_t)k->npy,
                              .flags = k->flags,

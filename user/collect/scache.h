@@ -6,17 +6,20 @@
  * two) gives the same frames every time the same stack comes back, provided it was named for
  * good. The collector keeps one cache per target process:
  *
- *     (return addresses leaf first, Python chain as the kernel captured it, flags)
+ *     (the leaf, the return addresses after it, Python chain as the kernel captured it, flags)
  *         →  the user-space frames of the sample, root first, and what naming them counted
  *
  * valid for one generation of what the addresses mean (proc_generation), like fcache: another
- * generation empties it. Only stacks whose every frame was named for good go in: no unknown
- * native frame, no merge error, every Python frame from the entry filled for its capture's
- * identity (pycode_final), and only the second time they are built (a slot remembers the hash
- * of the last stack offered to it once): a stack met once costs no allocation. Keys are compared
- * whole, never by their hash alone. Direct-mapped: a stack that hashes to an occupied slot takes
- * it, and the one it replaced is built the long way the next time it comes (slower, never
- * wrong).
+ * generation empties it. The leaf is its frame once the frame cache holds one for it (collect.c):
+ * a thread spinning in a function is sampled at dozens of addresses in it, each its own key
+ * otherwise (200 threads at 1 kHz: 6,735 keys for 10,897 samples by address, 2,563 by the leaf's
+ * frame). Only stacks whose every frame was named for good go in: every native answer settled
+ * (the frame cache keeps it), no merge error, every Python frame from the entry filled for its
+ * capture's identity (pycode_final), and only the second time they are built (a slot remembers
+ * the hash of the last stack offered to it once): a stack met once costs no allocation. Keys are
+ * compared whole, never by their hash alone. Direct-mapped: a stack that hashes to an occupied
+ * slot takes it, and the one it replaced is built the long way the next time it comes (slower,
+ * never wrong).
  */
 #ifndef PYEBPF_SCACHE_H
 #define PYEBPF_SCACHE_H
@@ -31,7 +34,8 @@
 
 /* What a sample's key holds. */
 struct scache_key {
-    const uint64_t *ips; /* native return addresses, leaf first */
+    uint64_t leaf;       /* the leaf's frame, or its address (the caller's flags say which; 0: none) */
+    const uint64_t *ips; /* the native return addresses after the leaf, innermost first */
     size_t nips;
     const struct pystack_raw *py; /* the chain as captured, leaf first (NULL: none) */
     size_t npy;
