@@ -475,6 +475,34 @@ static void test_leaf_and_return_address_differ(void **state)
     assert_int_equal(stats(f).sample_cache_hits, 2);
 }
 
+/* Two leaf addresses in one function under the same caller are one stack: the second address's
+ * first sample is built (its frame is new to the frame cache) and offered under the frame's key,
+ * which the first address's stack already holds; from its second sample on it is a hit, with the
+ * same frames. */
+static void test_leaf_keyed_by_its_frame(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t base = (uintptr_t)f->jit;
+    uint64_t a[2] = {base + 0x10, base + 0x220}, b[2] = {base + 0x48, base + 0x220};
+    char ta[512], tb[512];
+
+    perfmap_add(f->perfmap, base, 0x100, "jit_leaf");
+    perfmap_add(f->perfmap, base + 0x200, 0x100, "jit_caller");
+    open_collector(f, false);
+    for (int i = 0; i < 3; i++)
+        sample(f, a, 2, ta, sizeof(ta)); /* built, kept at its second build, then a hit */
+    assert_string_equal(ta, "jit_caller;jit_leaf");
+    assert_int_equal(stats(f).sample_cache_hits, 1);
+    sample(f, b, 2, tb, sizeof(tb));
+    assert_string_equal(tb, ta);
+    assert_int_equal(stats(f).sample_cache_hits, 1);
+    for (int i = 0; i < 3; i++) {
+        sample(f, i % 2 ? a : b, 2, tb, sizeof(tb));
+        assert_string_equal(tb, ta);
+    }
+    assert_int_equal(stats(f).sample_cache_hits, 4);
+}
+
 /* A reused code slot: the same start published again under another name (a later perf map line
  * wins). Once proc re-reads the JIT files, the cached name must go. */
 static void test_republished_region_is_renamed(void **state)
@@ -667,6 +695,7 @@ int main(void)
         cmocka_unit_test(test_profile_stack_cache_many),
         cmocka_unit_test_setup_teardown(test_warm_samples_hit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leaf_and_return_address_differ, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leaf_keyed_by_its_frame, setup, teardown),
         cmocka_unit_test_setup_teardown(test_republished_region_is_renamed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_code_published_later_is_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memfd_code_published_later_is_named, setup, teardown),
