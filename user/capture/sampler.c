@@ -114,6 +114,28 @@ static int set_thread(struct sampler *s, pid_t tid, const uint64_t *end, const u
     return 0;
 }
 
+/* Lines of the next record fetched ahead, at most (4 KiB: a Python record's header, stack copy
+ * and chain are ~2.4 KiB at 20 frames deep). */
+#define PREFETCH_LINES 64
+
+/* Starts loading the record after this one while this one is processed. The collector reads a
+ * record moments after the kernel wrote it on the target's CPU, and the unwinder's memo and the
+ * chain's decoding each waited on those lines: ~80 % of unwind_stack's own time was one load of
+ * the stack copy. The next record begins where this one ends, rounded up to 8 (libbpf's ring: an
+ * 8-byte header before each record; the data pages are mapped twice, so a record that wraps
+ * reads on); one target's records are alike in size, so this one's length says how far to go.
+ * A prefetch never faults: past what the kernel has written it only loads a line for nothing. */
+static void prefetch_next(const void *data, size_t len)
+{
+    const char *next = (const char *)data + ((len + 7) & ~(size_t)7);
+    size_t lines = (len + 8) / 64 + 2;
+
+    if (lines > PREFETCH_LINES)
+        lines = PREFETCH_LINES;
+    for (size_t i = 0; i < lines; i++)
+        __builtin_prefetch(next + 64 * i);
+}
+
 static int on_record(void *ctx, void *data, size_t len)
 {
     struct sampler *s = ctx;
@@ -122,6 +144,7 @@ static int on_record(void *ctx, void *data, size_t len)
     enum stackends_bound b;
     int r;
 
+    prefetch_next(data, len);
     if (len >= sizeof(struct sample_wake) && (((const struct sample_wake *)data)->flags & SAMPLE_F_WAKE))
         return s->fn(s->ctx, data, len) < 0 ? -1 : 0;
     /* a record shorter than its lengths say is not looked into */
