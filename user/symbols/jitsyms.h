@@ -28,11 +28,12 @@ struct jitsyms;
 
 int jitsyms_new(struct jitsyms **out);
 /* (Re)reads the target's publications. `maps` is the target's current mappings (to find the
- * dump file); `root` is "/proc/PID/root" or "" (paths are opened under it). Names handed out stay
+ * dump file); `root` is "/proc/PID/root" or "" (paths are opened under it), `root_fd` that root
+ * opened (O_PATH), where each file's stat starts, or -1 (the path is looked up). Names handed out stay
  * valid until jitsyms_free; CFI tables of files that changed or went away are freed. Returns 1 when
  * the table changed (forget anything keyed by regions or their CFI tables), 0 when every file was
  * unchanged (one stat each; also when the target published nothing), or -ENOMEM. */
-int jitsyms_load(struct jitsyms *j, pid_t pid, const struct maps *maps, const char *root);
+int jitsyms_load(struct jitsyms *j, pid_t pid, const struct maps *maps, const char *root, int root_fd);
 /* Adds one jitdump file or perf map explicitly (tests, offline use); same returns. */
 int jitsyms_load_dump(struct jitsyms *j, const char *path);
 int jitsyms_load_perfmap(struct jitsyms *j, const char *path);

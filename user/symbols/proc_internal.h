@@ -40,6 +40,7 @@ struct proc {
     pid_t pid;
     char dir[48];             /* /proc/PID, or /proc/PID/task/TID once the leader exited (maps_read_at) */
     char root[64];            /* dir + "/root" */
+    int root_fd;              /* root, opened once (O_PATH): the JIT re-checks' stat starts from it */
     struct elfsym_cache *elf; /* the collector's, shared */
     struct maps maps;
     struct mod *mods;         /* parallel to maps.v */

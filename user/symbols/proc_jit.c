@@ -52,7 +52,7 @@ static int load_gdbjit(struct proc *p)
 int proc_load_jit(struct proc *p)
 {
     uint64_t t0 = monotime_ns();
-    int r = jitsyms_load(p->jit, p->pid, &p->maps, p->root);
+    int r = jitsyms_load(p->jit, p->pid, &p->maps, p->root, p->root_fd);
     if (r >= 0) {
         int r2 = load_gdbjit(p);
         r = r2 < 0 ? r2 : (r > 0 || r2 > 0);
