@@ -216,13 +216,14 @@ static int rebuild(struct jitsyms *j)
     return 0;
 }
 
-/* Adds (or reuses, when unchanged) the source at path for generation gen; its stat is `rel` from
- * dir_fd when dir_fd >= 0. */
-static int add_source(struct jitsyms *j, const char *path, int dir_fd, const char *rel, bool is_dump,
+/* Adds (or reuses, when unchanged) the source at path for generation gen. The path is a root's
+ * `root_len` bytes then an absolute path: with root_fd >= 0 (that root opened) its stat starts
+ * there. */
+static int add_source(struct jitsyms *j, const char *path, int root_fd, size_t root_len, bool is_dump,
                       unsigned gen)
 {
     struct stat st;
-    if ((dir_fd >= 0 ? fstatat(dir_fd, rel, &st, 0) : stat(path, &st)) < 0)
+    if ((root_fd >= 0 ? fstatat(root_fd, path + root_len + 1, &st, 0) : stat(path, &st)) < 0)
         return -errno;
     for (size_t i = j->nsrc; i-- > 0;) {
         struct source *s = j->src[i];
@@ -290,13 +291,13 @@ static int finish(struct jitsyms *j)
 
 int jitsyms_load_dump(struct jitsyms *j, const char *path)
 {
-    int err = add_source(j, path, -1, NULL, true, 0);
+    int err = add_source(j, path, -1, 0, true, 0);
     return err ? err : finish(j);
 }
 
 int jitsyms_load_perfmap(struct jitsyms *j, const char *path)
 {
-    int err = add_source(j, path, -1, NULL, false, 0);
+    int err = add_source(j, path, -1, 0, false, 0);
     return err ? err : finish(j);
 }
 
@@ -312,12 +313,12 @@ int jitsyms_load(struct jitsyms *j, pid_t pid, const struct maps *maps, const ch
         if (i && !strcmp(maps->v[i - 1].path, e->path))
             continue;
         snprintf(path, sizeof(path), "%s%s", root, e->path);
-        int err = add_source(j, path, root_fd, e->path + (e->path[0] == '/'), true, j->gen);
+        int err = add_source(j, path, root_fd, strlen(root), true, j->gen);
         if (err == -ENOMEM)
             return err;
     }
     snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", root, (int)pid);
-    if (add_source(j, path, root_fd, path + strlen(root) + 1, false, j->gen) == -ENOMEM)
+    if (add_source(j, path, root_fd, strlen(root), false, j->gen) == -ENOMEM)
         return -ENOMEM;
     return finish(j);
 }
