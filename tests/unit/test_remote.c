@@ -1,7 +1,7 @@
 /*
  * remote: batched reads of a process (here: a forked child holding known bytes), partial
  * success at the first bad iovec, going on past it when asked, empty segments inside a batch,
- * and the counters.
+ * a window read that runs into a hole, and the counters.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -150,12 +150,35 @@ static void empty_between(void **state)
     stop_child(&c);
 }
 
+/* A window (the thread list's): what can be read from its start, no error when it runs into a
+ * hole or starts in one; an error only when the process is gone. */
+static void upto(void **state)
+{
+    (void)state;
+    struct child c = start_child();
+    struct remote r;
+    static uint8_t buf[4096];
+    remote_init(&r, c.pid);
+
+    assert_int_equal(remote_read_upto(&r, c.mapped, buf, 256), 256);
+    assert_memory_equal(buf, pattern, 256);
+    assert_int_equal(remote_read_upto(&r, c.unmapped - 100, buf, sizeof(buf)), 100);
+    assert_int_equal(remote_read_upto(&r, c.unmapped, buf, 16), 0);
+    assert_int_equal(r.st.calls, 3);
+    assert_int_equal(r.st.bytes, 356);
+    assert_int_equal(r.st.errors, 0);
+    stop_child(&c);
+    assert_int_equal(remote_read_upto(&r, c.mapped, buf, 16), -ESRCH);
+    assert_int_equal(r.st.errors, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(batch),
         cmocka_unit_test(many),
         cmocka_unit_test(empty_between),
+        cmocka_unit_test(upto),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

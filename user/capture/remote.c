@@ -43,6 +43,22 @@ int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len)
     return 0;
 }
 
+ssize_t remote_read_upto(struct remote *r, uint64_t addr, void *buf, size_t len)
+{
+    struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
+
+    r->st.calls++;
+    ssize_t got = process_vm_readv(r->pid, &local, 1, &remote, 1, 0);
+    if (got < 0) {
+        if (errno == EFAULT)
+            return 0;
+        r->st.errors++;
+        return -errno;
+    }
+    r->st.bytes += (uint64_t)got;
+    return got;
+}
+
 int remote_readv(struct remote *r, struct remote_seg *segs, size_t n, bool skip_bad)
 {
     struct iovec local[REMOTE_MAX_IOV], remote[REMOTE_MAX_IOV];

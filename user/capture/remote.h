@@ -2,8 +2,9 @@
  * remote — the one module that reads the target's memory.
  *
  * Every read is a process_vm_readv call with one iovec per wanted object, of the object's exact
- * size (never a page "just in case"). Callers describe what they want as an array of segments;
- * one call fetches them all (split only at the kernel's IOV_MAX):
+ * size (never a page "just in case"), or a window over memory where the objects wanted are known
+ * to lie close together (a thread's data-stack chunk, the thread states). Callers describe what they want as
+ * an array of segments; one call fetches them all (split only at the kernel's IOV_MAX):
  *
  *   segs[0] {addr=tstate, len=168}  ─┐
  *   segs[1] {addr=frame0, len=72}    ├─ one process_vm_readv, three iovecs
@@ -11,7 +12,8 @@
  *
  * The kernel stops a call at the first iovec it cannot read and returns the byte count read so
  * far; remote_readv turns that into a per-segment `ok` flag and, when asked, goes on with the
- * segments after the bad one in a further call. Counters record every call.
+ * segments after the bad one in a further call; remote_read_upto takes what a window's one call
+ * could read. Counters record every call.
  */
 #ifndef PYEBPF_REMOTE_H
 #define PYEBPF_REMOTE_H
@@ -50,6 +52,11 @@ void remote_init(struct remote *r, pid_t pid);
 /* Reads `len` bytes at `addr` in one call. Returns 0, -EFAULT when short, or -errno (-ESRCH when
  * the process is gone, -EPERM without ptrace rights). */
 int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len);
+
+/* Reads what it can of `len` bytes at `addr` in one call: a window whose end may lie past the
+ * mapping. Returns the bytes read from addr on (0 when addr itself cannot be read; a short read
+ * is no error), or -errno when the process cannot be read at all. */
+ssize_t remote_read_upto(struct remote *r, uint64_t addr, void *buf, size_t len);
 
 /* Reads all segments, in as few calls as the kernel allows. With skip_bad, a segment that fails
  * is marked !ok and the rest are read by further calls; without, reading stops at the first bad

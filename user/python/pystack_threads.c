@@ -11,6 +11,7 @@
 #define MAX_THREADS   8192
 #define WINDOW_WALKS  4
 #define NOT_PYTHON_NS 200000000ull /* a thread runs before CPython binds its state to it */
+#define TS_WINDOW     16384        /* bytes of thread states one read of the list takes */
 
 /* -- Small helpers ----------------------------------------------------------------------------- */
 
@@ -41,6 +42,42 @@ static bool not_python(const struct pystack *ps, pid_t tid, uint64_t now)
     return false;
 }
 
+/* The thread states a walk reads, through one window of the target's memory. CPython allocates
+ * thread states one after another (1,280 bytes apart on 3.12, 1,664-1,984 on 3.15) and lists
+ * them newest first, so the next state mostly lies just below the last: a read takes the
+ * TS_WINDOW bytes that end with the state wanted (or begin with it, where the list went up or
+ * the bytes below cannot be read). A 200-thread list took 200 calls (2.0-2.6 ms of an attach's
+ * CPU); it takes ~20 on 3.12, ~40 on 3.15. Windows of 8-16 KiB read it fastest. */
+struct ts_window {
+    uint8_t *buf;
+    uint64_t lo;
+    size_t len;
+};
+
+static const uint8_t *ts_at(struct pystack *ps, struct ts_window *w, uint64_t t, uint64_t prev)
+{
+    const size_t sz = ps->rt.L.ts_read_size;
+    ssize_t got;
+
+    if (t >= w->lo && t - w->lo < w->len && w->len - (t - w->lo) >= sz)
+        return w->buf + (t - w->lo);
+    w->lo = t;
+    w->len = 0;
+    if ((!prev || t < prev) && t > TS_WINDOW - sz) {
+        got = remote_read_upto(&ps->r, t + sz - TS_WINDOW, w->buf, TS_WINDOW);
+        if (got == TS_WINDOW) {
+            w->lo = t + sz - TS_WINDOW;
+            w->len = TS_WINDOW;
+            return w->buf + (t - w->lo);
+        }
+    }
+    got = remote_read_upto(&ps->r, t, w->buf, TS_WINDOW);
+    if (got < (ssize_t)sz)
+        return NULL;
+    w->len = (size_t)got;
+    return w->buf;
+}
+
 /* Re-reads every interpreter's thread list and rebuilds the tid table; predictions of threads
  * whose thread state did not move are kept. */
 int pystack_refresh_threads(struct pystack *ps)
@@ -48,22 +85,27 @@ int pystack_refresh_threads(struct pystack *ps)
     const struct pyrt_layout *L = &ps->rt.L;
     struct thread_slot *nslots = NULL;
     uint32_t n = 0, cap = 0;
-    uint8_t ts[512];
+    struct ts_window w = {.buf = malloc(TS_WINDOW)};
     uint64_t interp;
     int rc;
 
     ps->st.l2_refreshes++;
     ps->l1.valid = false;
-    if ((rc = pyrt_first_interp(&ps->rt, &ps->r, &interp)) != 0)
+    if (!w.buf)
+        return -ENOMEM;
+    if ((rc = pyrt_first_interp(&ps->rt, &ps->r, &interp)) != 0) {
+        free(w.buf);
         return rc;
+    }
     for (int ni = 0; interp && ni < MAX_INTERPS; ni++) {
         uint64_t head = 0, next = 0;
         struct remote_seg s[2] = {REMOTE_SEG(interp + L->is_threads_head, &head, 8),
                                   REMOTE_SEG(interp + L->is_next, &next, 8)};
         if (remote_readv(&ps->r, s, 2, false) != 2)
             break;
-        for (uint64_t t = head; t && n < MAX_THREADS; t = u64_at(ts, L->ts_next)) {
-            if (remote_read(&ps->r, t, ts, L->ts_read_size) != 0) {
+        const uint8_t *ts;
+        for (uint64_t t = head, prev = 0; t && n < MAX_THREADS; prev = t, t = u64_at(ts, L->ts_next)) {
+            if (!(ts = ts_at(ps, &w, t, prev))) {
                 ps->st.errors++;
                 break;
             }
@@ -72,6 +114,7 @@ int pystack_refresh_threads(struct pystack *ps)
                 struct thread_slot *g = realloc(nslots, cap * sizeof(*g));
                 if (!g) {
                     free(nslots);
+                    free(w.buf);
                     return -ENOMEM;
                 }
                 nslots = g;
@@ -83,6 +126,7 @@ int pystack_refresh_threads(struct pystack *ps)
         }
         interp = next;
     }
+    free(w.buf);
     /* Carry predictions over; free the rest. */
     for (uint32_t i = 0; i < ps->nslots; i++) {
         struct thread_slot *old = &ps->slots[i];
