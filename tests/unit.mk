@@ -24,7 +24,7 @@ test_collect_OBJS := $(UNIT_COLLECT)
 test_collect_cache_OBJS := $(UNIT_COLLECT)
 test_elfimg_OBJS := jitdump/cfi jitdump/elfimg
 test_dump_kstack_OBJS := user/dump_kstack user/symbols/ksyms
-test_elfsym_OBJS := user/capture/remote user/python/pyrt user/python/pyrt_debug \
+test_elfsym_OBJS := user/capture/remote user/python/pyeval user/python/pyrt user/python/pyrt_debug \
                     user/symbols/elfsym user/symbols/elfsym_plt user/symbols/jitdump_read \
                     user/symbols/jitsyms user/symbols/ksyms user/util/maps \
                     user/symbols/perfmap_read user/symbols/proc_maps user/symbols/proc_jit user/symbols/proc_sym user/symbols/proc_unwind user/symbols/tramp user/symbols/elfsec user/symbols/gdbjit_read \
@@ -45,7 +45,7 @@ test_kbtf_OBJS := user/capture/kbtf
 test_linetable_OBJS := user/python/linetable
 test_maps_OBJS := user/util/maps
 test_maps_leader_OBJS := user/util/maps
-test_merge_OBJS := user/collect/merge user/profile/profile user/python/pyeval
+test_merge_OBJS := user/collect/merge user/profile/profile
 test_output_OBJS := user/output/escape user/output/folded user/output/output user/output/pprof \
                     user/output/render user/output/speedscope user/output/summary user/output/svg \
                     user/output/svg_js user/profile/profile user/profile/view \
@@ -55,13 +55,13 @@ test_profile_OBJS := user/profile/profile
 test_progress_OBJS := $(UNIT_COLLECT) user/progress
 test_pykernel_OBJS := user/capture/remote user/capture/sampler user/capture/sampler_err user/capture/kbtf user/profile/profile \
                       user/python/linetable user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack \
-                      user/python/pykernel user/python/pyrt user/python/pyrt_debug \
+                      user/python/pykernel user/python/pyeval user/python/pyrt user/python/pyrt_debug \
                       user/python/pystack user/python/pystack_predict user/python/pystack_threads user/python/pythreads user/util/maps \
     user/capture/stackends user/util/errmsg user/util/stats \
     user/util/monotime
 test_pyrt_debug_OBJS := user/python/pyrt_debug \
     user/util/errmsg
-test_gdbjit_read_OBJS := user/capture/remote user/python/pyrt user/python/pyrt_debug \
+test_gdbjit_read_OBJS := user/capture/remote user/python/pyeval user/python/pyrt user/python/pyrt_debug \
                       user/symbols/jitdump_read user/symbols/jitsyms user/util/maps \
                       user/symbols/perfmap_read user/symbols/gdbjit_read user/symbols/strpool \
                       user/unwind/cfi_read user/util/readfile \
@@ -69,12 +69,12 @@ test_gdbjit_read_OBJS := user/capture/remote user/python/pyrt user/python/pyrt_d
     user/symbols/elfsym_plt user/unwind/unwind user/unwind/cfi_expr \
     user/util/monotime
 test_pystack_OBJS := user/capture/remote user/profile/profile user/python/linetable \
-                     user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack user/python/pyrt \
+                     user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack user/python/pyeval user/python/pyrt \
                      user/python/pyrt_debug user/python/pystack user/python/pystack_predict user/python/pystack_threads user/python/pythreads user/util/maps \
     user/util/errmsg user/util/stats \
     user/util/monotime
 test_pystack_ds_OBJS := user/capture/remote user/profile/profile user/python/linetable \
-                        user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack user/python/pyrt \
+                        user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack user/python/pyeval user/python/pyrt \
                         user/python/pyrt_debug user/python/pystack user/python/pystack_predict user/python/pystack_threads user/python/pythreads user/util/maps \
     user/util/errmsg user/util/stats \
     user/util/monotime
@@ -86,12 +86,12 @@ test_sampler_OBJS := user/capture/sampler user/capture/sampler_err user/capture/
     user/util/maps
 test_stats_OBJS := user/util/stats \
     user/python/pykernel \
-    user/python/pystack user/python/pystack_predict user/python/pystack_threads user/python/pythreads user/capture/remote user/python/pyrt user/python/pyrt_debug user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack user/python/linetable user/profile/profile user/util/maps user/util/errmsg user/util/monotime user/capture/stackends
+    user/python/pystack user/python/pystack_predict user/python/pystack_threads user/python/pythreads user/capture/remote user/python/pyeval user/python/pyrt user/python/pyrt_debug user/python/pycode user/python/pycode_fetch user/python/pycode_table user/python/pydstack user/python/linetable user/profile/profile user/util/maps user/util/errmsg user/util/monotime user/capture/stackends
 test_diff_OBJS := user/output/diff user/output/escape user/output/folded user/output/svg_js user/profile/profile user/profile/view user/util/readfile
 test_offcpu_OBJS := user/collect/offcpu user/profile/profile
 test_summary_OBJS := user/output/summary user/profile/profile user/profile/view
 test_unwind_OBJS := jitdump/cfi jitdump/jitdump jitdump/sinkfile user/capture/remote \
-                    user/python/pyrt user/python/pyrt_debug user/symbols/elfsym \
+                    user/python/pyeval user/python/pyrt user/python/pyrt_debug user/symbols/elfsym \
                     user/symbols/elfsym_plt user/symbols/jitdump_read user/symbols/jitsyms \
                     user/util/maps user/symbols/perfmap_read user/symbols/proc_maps user/symbols/proc_jit user/symbols/proc_sym user/symbols/proc_unwind user/symbols/tramp user/symbols/elfsec \
                     user/symbols/gdbjit_read user/symbols/strpool user/unwind/cfi_expr \

@@ -174,6 +174,36 @@ for line in "${PYS[@]}"; do
     echo "# $tag --no-bpf: ticks $(stat_of nobpf_ticks "$d/nb.err"), missed $(stat_of nobpf_missed_ticks "$d/nb.err"), collector_loop_cpu_us_per_sample $(stat_of collector_loop_cpu_us_per_sample "$d/nb.err")"
 done
 
+# A target in a mount namespace of its own (a container's), its interpreter at a path that exists
+# only there: what the collector reads of it goes through /proc/PID/root. Debian's 3.14 and 3.15
+# keep the eval loop's body apart from its symbol, so the merge knows that code only from the
+# interpreter's own file (which was once opened by its path in the collector's namespace: every
+# sample of such a target was a [merge error]). The wrapper make setup wrote is rewritten to the
+# namespace's paths.
+py=$(first_python python3.15 python3.14)
+if [ -z "$py" ] || ! grep -qs "$BUILD/pythons/root" "$py"; then
+    skip "a target in its own mount namespace" "needs Debian's python3.15 or python3.14 (make setup)"
+elif ! command -v unshare > /dev/null; then
+    skip "a target in its own mount namespace" "needs unshare (util-linux)"
+else
+    d="$TMP/mntns"
+    mkdir -p "$d/root"
+    sed "s|$BUILD/pythons/root|$d/root|g" "$py" > "$d/python"
+    unshare --mount --propagation private sh -c 'mount --bind "$1" "$2/root" && exec sh "$2/python" "$3" chain 6' \
+        sh "$BUILD/pythons/root" "$d" "$W" > "$d/out" 2>&1 &
+    wpid=$!
+    wait_line 20 "$d/out" READY
+    "$S" -q --stats -F 499 -d 2 -o "$d/ns.folded" $wpid 2> "$d/ns.err"
+    wait $wpid
+    n=$(stat_of python_stack_samples "$d/ns.err") e=$(stat_of merge_errors "$d/ns.err")
+    if [ ! -e "$d/root/usr" ] && ge "${n:-0}" $MIN_SHARE_SAMPLES && share_le "$e" "$n" 1 &&
+       grep -qE '(^|;)main \([^;]*:[0-9]+\);outer \([^;]*:[0-9]+\);middle \([^;]*:[0-9]+\);inner \(' "$d/ns.folded"; then
+        pass "a target in its own mount namespace ($(basename "$py")): main;outer;middle;inner, $e merge errors in $n samples"
+    else
+        fail "a target in its own mount namespace ($(basename "$py"))" "$e merge errors in $n samples; $(head -c 300 "$d/ns.folded") $(head -c 300 "$d/ns.err")"
+    fi
+fi
+
 # No BPF rights: only CAP_SYS_PTRACE left. The BPF sampler is refused, --no-bpf works.
 py=$(first_python debian-3.11 pyenv-3.11.7 pyenv-3.12.1 pyenv-3.13.0)
 if [ -z "$py" ]; then

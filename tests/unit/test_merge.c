@@ -65,7 +65,7 @@ static void run(bool show_internal, size_t leaf_at, bool with_compare, bool unre
     int n;
 
     assert_int_equal(profile_init(&p), 0);
-    assert_int_equal(merge_init(&m, &p, LIB, show_internal), 0);
+    assert_int_equal(merge_init(&m, &p, LIB, NULL, show_internal), 0);
     native[nn++] = nat(&p, "compare_cb", "/x/ext.so");
     native[nn++] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
     native[nn++] = nat(&p, "_PyFunction_Vectorcall", LIB);
@@ -136,7 +136,7 @@ static void test_merge_no_python(void **st)
 
     (void)st;
     assert_int_equal(profile_init(&p), 0);
-    assert_int_equal(merge_init(&m, &p, LIB, false), 0);
+    assert_int_equal(merge_init(&m, &p, LIB, NULL, false), 0);
     native[0] = nat(&p, "PyObject_Malloc", LIB);
     native[1] = nat(&p, "main", "/usr/bin/x");
     assert_int_equal(merge_stack(&m, native, 2, NULL, 0, 0, out, 4, &err), 2);
@@ -166,7 +166,7 @@ static void test_merge_truncated(void **st)
 
     (void)st;
     assert_int_equal(profile_init(&p), 0);
-    assert_int_equal(merge_init(&m, &p, LIB, false), 0);
+    assert_int_equal(merge_init(&m, &p, LIB, NULL, false), 0);
     native[0] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
     native[1] = nat(&p, "Py_RunMain", LIB);
     native[2] = nat(&p, "_start", "/usr/bin/python3");
@@ -219,7 +219,7 @@ static void run_shim(bool show_internal, size_t leaf_at, bool with_compare, unsi
     int n;
 
     assert_int_equal(profile_init(&p), 0);
-    assert_int_equal(merge_init(&m, &p, LIB, show_internal), 0);
+    assert_int_equal(merge_init(&m, &p, LIB, NULL, show_internal), 0);
     native[nn++] = nat(&p, "_PyEval_FrameClearAndPop", LIB);
     native[nn++] = nat(&p, "_PyEval_EvalFrameDefault", LIB);
     native[nn++] = nat(&p, "_PyFunction_Vectorcall", LIB);

@@ -71,8 +71,10 @@ void collect_attach_python(struct collector *c, struct collect_target *t)
     } else {
         r = pystack_open(&t->ps, t->pid, c->prof, &c->opts.py, err, sizeof(err));
     }
-    if (!r)
-        r = merge_init(&t->merge, c->prof, pystack_runtime(t->ps)->path, c->opts.show_internal);
+    if (!r) {
+        const struct pyrt *rt = pystack_runtime(t->ps);
+        r = merge_init(&t->merge, c->prof, rt->path, &rt->eval, c->opts.show_internal);
+    }
     if (!r) {
         if (t->proc)
             (void)proc_set_gdbjit(t->proc, pystack_runtime(t->ps)->jit_descriptor);

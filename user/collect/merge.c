@@ -14,7 +14,8 @@ static const char *path_base(const char *path)
     return s ? s + 1 : path;
 }
 
-int merge_init(struct merge *m, struct profile *prof, const char *interp_path, bool show_internal)
+int merge_init(struct merge *m, struct profile *prof, const char *interp_path,
+               const struct pyeval_ranges *eval, bool show_internal)
 {
     memset(m, 0, sizeof(*m));
     m->prof = prof;
@@ -24,8 +25,8 @@ int merge_init(struct merge *m, struct profile *prof, const char *interp_path, b
         strncpy(m->interp, path_base(interp_path), sizeof(m->interp) - 1);
         /* "/usr/bin/python3.11 (deleted)" style suffixes never reach here: pyrt opens the file. */
     }
-    if (interp_path)
-        pyeval_find(interp_path, &m->eval); /* none found: the symbol name alone */
+    if (eval)
+        m->eval = *eval; /* none found: the symbol name alone */
     m->ncls = 1024;
     m->cls = calloc(m->ncls, 1);
     return m->cls ? 0 : -ENOMEM;

@@ -63,8 +63,10 @@ enum merge_class {
                            cannot be grouped (it may hide an entry flag) */
 };
 
-/* interp_path: the interpreter's module path (pyrt path), or NULL. */
-int merge_init(struct merge *m, struct profile *prof, const char *interp_path, bool show_internal);
+/* interp_path: the interpreter's module path (pyrt path), or NULL; eval: where its eval loop's
+ * code lies (the runtime's, pyrt.h), or NULL. */
+int merge_init(struct merge *m, struct profile *prof, const char *interp_path,
+               const struct pyeval_ranges *eval, bool show_internal);
 void merge_free(struct merge *m);
 
 enum merge_class merge_classify(struct merge *m, uint32_t frame);

@@ -3,54 +3,20 @@
  */
 #include "python/pyeval.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
-#include <libelf.h>
 #include <stdbool.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define SPLIT_MIN 8192 /* a split-off eval-loop body is large; smaller targets are other code */
 
 struct img {
     Elf *e;
-    int fd;
     uint64_t sym, symsz;
-    uint8_t *code; /* the symbol's bytes (read alone: .text is megabytes) */
+    const uint8_t *code; /* the symbol's bytes, in the file's mapping */
     size_t codelen;
     Elf_Data *hdr;
     uint64_t hdr_addr;
 };
-
-static int find_sym(struct img *m)
-{
-    Elf_Scn *scn = NULL;
-    GElf_Shdr sh;
-
-    while ((scn = elf_nextscn(m->e, scn))) {
-        Elf_Data *d;
-
-        if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB))
-            continue;
-        d = elf_getdata(scn, NULL);
-        for (size_t i = 0; d && sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
-            GElf_Sym s;
-            const char *name;
-
-            if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC || !s.st_value)
-                continue;
-            name = elf_strptr(m->e, sh.sh_link, s.st_name);
-            if (name && !strcmp(name, "_PyEval_EvalFrameDefault")) {
-                m->sym = s.st_value;
-                m->symsz = s.st_size;
-                return 0;
-            }
-        }
-    }
-    return -ENOENT;
-}
 
 static void find_sections(struct img *m)
 {
@@ -68,14 +34,16 @@ static void find_sections(struct img *m)
         name = elf_strptr(m->e, shstr, sh.sh_name);
         if ((sh.sh_flags & SHF_EXECINSTR) && m->sym >= sh.sh_addr && m->sym < sh.sh_addr + sh.sh_size &&
             !m->code) {
-            size_t len = sh.sh_addr + sh.sh_size - m->sym;
+            uint64_t len = sh.sh_addr + sh.sh_size - m->sym, off = sh.sh_offset + (m->sym - sh.sh_addr);
+            size_t fsize = 0;
+            const uint8_t *file = (const uint8_t *)elf_rawfile(m->e, &fsize);
 
             if (len > m->symsz)
                 len = m->symsz;
-            m->code = malloc(len ? len : 1);
-            if (m->code &&
-                pread(m->fd, m->code, len, (off_t)(sh.sh_offset + (m->sym - sh.sh_addr))) == (ssize_t)len)
+            if (file && off <= fsize && len <= fsize - off) {
+                m->code = file + off;
                 m->codelen = len;
+            }
         } else if (name && !strcmp(name, ".eh_frame_hdr")) {
             m->hdr = elf_getdata(scn, NULL);
             m->hdr_addr = sh.sh_addr;
@@ -156,56 +124,33 @@ static void add(struct pyeval_ranges *r, Elf *e, uint64_t lo, uint64_t hi)
     r->n++;
 }
 
-int pyeval_find(const char *path, struct pyeval_ranges *r)
+void pyeval_find(Elf *e, uint64_t sym, uint64_t symsz, struct pyeval_ranges *r)
 {
-    struct img m = {0};
-    int fd, err = 0;
+    struct img m = {.e = e, .sym = sym, .symsz = symsz};
 
     memset(r, 0, sizeof(*r));
-    elf_version(EV_CURRENT);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    m.fd = fd;
-    m.e = elf_begin(fd, ELF_C_READ_MMAP, NULL); /* the tables read in place, not copied */
-    if (!m.e) {
-        close(fd);
-        return -EINVAL;
-    }
-    err = find_sym(&m);
-    if (err)
-        goto out;
-    add(r, m.e, m.sym, m.sym + (m.symsz ? m.symsz : 1));
+    if (!e || !sym)
+        return;
+    add(r, e, sym, sym + (symsz ? symsz : 1));
     find_sections(&m);
-    if (m.codelen < 6)
-        goto out;
-    {
+    /* A byte scan, not a disassembly: a stray match must also land in a large FDE range outside
+     * the symbol to count. */
+    for (uint64_t i = 0; m.codelen >= 6 && i + 5 <= m.codelen; i++) {
         const uint8_t *code = m.code;
-        uint64_t len = m.codelen;
+        uint64_t next, target, lo, hi;
+        size_t op;
 
-        /* A byte scan, not a disassembly: a stray match must also land in a large FDE range
-         * outside the symbol to count. */
-        for (uint64_t i = 0; i + 5 <= len; i++) {
-            uint64_t next, target, lo, hi;
-            size_t op;
-
-            if (code[i] == 0xe9)
-                op = 1;
-            else if (i + 6 <= len && code[i] == 0x0f && (code[i + 1] & 0xf0) == 0x80)
-                op = 2;
-            else
-                continue;
-            next = m.sym + i + op + 4;
-            target = next + (uint64_t)(int64_t)rd32(code + i + op);
-            if (target >= m.sym && target < m.sym + m.symsz)
-                continue;
-            if (fde_range(&m, target, &lo, &hi) && hi - lo >= SPLIT_MIN && lo < target)
-                add(r, m.e, lo, hi);
-        }
+        if (code[i] == 0xe9)
+            op = 1;
+        else if (i + 6 <= m.codelen && code[i] == 0x0f && (code[i + 1] & 0xf0) == 0x80)
+            op = 2;
+        else
+            continue;
+        next = m.sym + i + op + 4;
+        target = next + (uint64_t)(int64_t)rd32(code + i + op);
+        if (target >= m.sym && target < m.sym + m.symsz)
+            continue;
+        if (fde_range(&m, target, &lo, &hi) && hi - lo >= SPLIT_MIN && lo < target)
+            add(r, m.e, lo, hi);
     }
-out:
-    free(m.code);
-    elf_end(m.e);
-    close(fd);
-    return err;
 }

@@ -12,6 +12,7 @@
 #ifndef PYEBPF_PYEVAL_H
 #define PYEBPF_PYEVAL_H
 
+#include <libelf.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,7 +23,9 @@ struct pyeval_ranges {
     uint64_t start[PYEVAL_MAX_RANGES], end[PYEVAL_MAX_RANGES]; /* file offsets */
 };
 
-/* Fills r from the ELF file at path. 0, or -errno (-ENOENT: no _PyEval_EvalFrameDefault). */
-int pyeval_find(const char *path, struct pyeval_ranges *r);
+/* Fills r from the interpreter's file, open in e over a mapping of it (its code is read in place),
+ * given its _PyEval_EvalFrameDefault (link-time address and size; 0: none, r is empty). pyrt finds
+ * the symbol with its own, in the file it already has open for the runtime. */
+void pyeval_find(Elf *e, uint64_t sym, uint64_t symsz, struct pyeval_ranges *r);
 
 #endif

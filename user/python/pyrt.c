@@ -143,6 +143,7 @@ static void derive_sizes(struct pyrt_layout *L);
 
 struct found {
     uint64_t runtime_vaddr, section_vaddr, version_vaddr, codetype_vaddr, jitdesc_vaddr;
+    uint64_t eval_vaddr, eval_size;
 };
 
 /* Takes the wanted symbols from one symbol table. */
@@ -168,6 +169,10 @@ static void scan_symbols(Elf *e, Elf_Scn *s, struct found *f)
             f->codetype_vaddr = sym.st_value;
         else if (strcmp(sn, "__jit_debug_descriptor") == 0)
             f->jitdesc_vaddr = sym.st_value;
+        else if (strcmp(sn, "_PyEval_EvalFrameDefault") == 0 && GELF_ST_TYPE(sym.st_info) == STT_FUNC) {
+            f->eval_vaddr = sym.st_value;
+            f->eval_size = sym.st_size;
+        }
     }
 }
 
@@ -205,7 +210,7 @@ static int scan_elf(const char *path, struct found *f, Elf **keep, int *fd_out)
             symtab = s;
     }
     scan_symbols(e, dynsym, f);
-    if (!f->runtime_vaddr || !f->version_vaddr || !f->codetype_vaddr)
+    if (!f->runtime_vaddr || !f->version_vaddr || !f->codetype_vaddr || !f->eval_vaddr)
         scan_symbols(e, symtab, f);
     if (!f->runtime_vaddr && !f->section_vaddr) {
         elf_end(e);
@@ -332,6 +337,7 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
     rt->runtime_addr = to_target(e, &maps, rt->path, f.runtime_vaddr ? f.runtime_vaddr : f.section_vaddr);
     rt->code_type = to_target(e, &maps, rt->path, f.codetype_vaddr);
     rt->jit_descriptor = to_target(e, &maps, rt->path, f.jitdesc_vaddr);
+    pyeval_find(e, f.eval_vaddr, f.eval_size, &rt->eval);
     uint64_t version_addr = to_target(e, &maps, rt->path, f.version_vaddr);
     if (!rt->runtime_addr) {
         rc = errmsg(err, errlen, -ENOENT, "%s: _PyRuntime is not mapped in process %d", rt->path, (int)pid);

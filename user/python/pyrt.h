@@ -30,6 +30,7 @@
 #include <sys/types.h>
 
 #include "capture/remote.h"
+#include "python/pyeval.h"
 
 #define PYRT_OWNED_BY_CSTACK 3 /* _PyInterpreterFrame.owner of an eval-loop entry shim (3.12+) */
 
@@ -92,12 +93,13 @@ struct pyrt_layout {
 
 struct pyrt {
     pid_t pid;
-    char path[4096];         /* the mapped file holding the runtime (python or libpython) */
-    bool shared_lib;         /* libpython*.so rather than the executable */
-    uint64_t runtime_addr;   /* _PyRuntime */
-    uint64_t code_type;      /* &PyCode_Type in the target (0 when unknown) */
-    uint64_t jit_descriptor; /* its __jit_debug_descriptor (3.15 JIT builds; 0: none) */
-    char version[32];        /* "3.11.7" */
+    char path[4096];           /* the mapped file holding the runtime (python or libpython) */
+    bool shared_lib;           /* libpython*.so rather than the executable */
+    uint64_t runtime_addr;     /* _PyRuntime */
+    uint64_t code_type;        /* &PyCode_Type in the target (0 when unknown) */
+    uint64_t jit_descriptor;   /* its __jit_debug_descriptor (3.15 JIT builds; 0: none) */
+    char version[32];          /* "3.11.7" */
+    struct pyeval_ranges eval; /* where the eval loop's code lies in that file (pyeval.h) */
     struct pyrt_layout L;
 };
 
