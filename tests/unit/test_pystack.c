@@ -30,6 +30,7 @@
 #include "python/pystack.h"
 #include "python/pythreads.h"
 #include "sample.h"
+#include "util/monotime.h"
 
 /* -- Target processes ------------------------------------------------------------------------- */
 
@@ -724,8 +725,8 @@ static void check_names(struct pystack *ps, const struct target *t, int from, in
         char out[48];
         uint64_t ts, ident;
         assert_int_equal(pystack_thread_state(ps, t->names[k].tid, &ts, &ident), 0);
-        int rc =
-            pythreads_name(pystack_runtime(ps), t->pid, ts, ident, pystack_threads(ps), out, sizeof(out));
+        int rc = pythreads_name(pystack_runtime(ps), t->pid, ts, ident, monotime_ns(), pystack_threads(ps),
+                                out, sizeof(out));
         if (rc)
             print_error("thread %d (%s): %d\n", t->names[k].tid, t->names[k].name, rc);
         assert_int_equal(rc, 0);
@@ -776,8 +777,8 @@ static void names(void **state)
     assert_int_equal(t->nnames, 6);
     check_thread_ids(ps, t);
     assert_int_equal(pystack_thread_state(ps, t->names[0].tid, &ts, NULL), 0);
-    if (pythreads_name(pystack_runtime(ps), t->pid, ts, 0, pystack_threads(ps), out, sizeof(out)) ==
-        -ENOTSUP) {
+    if (pythreads_name(pystack_runtime(ps), t->pid, ts, 0, monotime_ns(), pystack_threads(ps), out,
+                       sizeof(out)) == -ENOTSUP) {
         /* what the reader says of the versions that name their OS threads */
         assert_true(pystack_runtime(ps)->L.minor >= 14 || pystack_runtime(ps)->L.free_threaded);
         pystack_close(ps);

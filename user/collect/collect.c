@@ -150,13 +150,13 @@ static struct threads_filter thread_filter(const struct collector *c)
 }
 
 /* The thread's root frame; *fresh set when the thread is new, *keep when --tid and
- * --thread-name let it through. */
+ * --thread-name let it through. `since`: the sample's instant (monotime_ns). */
 static int64_t thread_frame(struct collector *c, struct collect_target *tg, uint32_t tid, const char *comm,
-                            bool *fresh, bool *keep)
+                            uint64_t since, bool *fresh, bool *keep)
 {
     const struct threads_filter flt = thread_filter(c);
     int64_t f = threads_frame(&c->threads, c->prof, tid, tg ? (uint32_t)tg->pid : 0, comm, tg ? tg->ps : NULL,
-                              &flt, fresh, keep);
+                              &flt, since, fresh, keep);
 
     if (*fresh)
         c->st.threads++;
@@ -486,7 +486,7 @@ int collect_sample(struct collector *c, const struct sample_event *ev, size_t le
     else
         (void)proc_recheck(t->proc, ev->time_ns); /* reused JIT code; -ENOMEM: the old names stay */
     collect_attach_python(c, t);
-    f = thread_frame(c, t, ev->tid, ev->comm, &fresh, &keep);
+    f = thread_frame(c, t, ev->tid, ev->comm, ev->time_ns, &fresh, &keep);
     if (f < 0)
         return (int)f;
     if (!keep)
@@ -601,6 +601,7 @@ void collect_offcpu_stats(const struct collector *c, struct offcpu_stats *out)
 int collect_python_sample(struct collector *c, pid_t pid, pid_t tid, const char *comm)
 {
     struct collect_target *t = collect_find_target(c, pid);
+    const uint64_t now = monotime_ns(); /* the frames are read from here on */
     unsigned pyflags = 0;
     bool fresh, keep;
     size_t np;
@@ -616,7 +617,7 @@ int collect_python_sample(struct collector *c, pid_t pid, pid_t tid, const char 
     np = python_frames(c, t, (uint32_t)tid, NULL, 0, &pyflags);
     if (!np)
         return 0;
-    f = thread_frame(c, t, (uint32_t)tid, comm, &fresh, &keep);
+    f = thread_frame(c, t, (uint32_t)tid, comm, now, &fresh, &keep);
     if (f < 0)
         return (int)f;
     if (!keep)

@@ -69,8 +69,9 @@ static bool threads_kept(const struct threads_filter *flt, uint32_t tid, const c
 }
 
 /* Reads the threading.Thread name of `t` into t->pyname, a few times until it is there (a new
- * thread registers in threading._active as it starts). True when it was read just now. */
-static bool read_pyname(struct pystack *ps, struct thread *t)
+ * thread registers in threading._active as it starts), as it is at `since` or later (its sample's
+ * instant). True when it was read just now. */
+static bool read_pyname(struct pystack *ps, struct thread *t, uint64_t since)
 {
     uint64_t tstate, ident, now;
     char name[sizeof(t->pyname)];
@@ -92,7 +93,7 @@ static bool read_pyname(struct pystack *ps, struct thread *t)
     t->pyname_next = now + t->pyname_gap;
     if (pystack_thread_state(ps, (pid_t)t->tid, &tstate, &ident))
         return false;
-    rc = pythreads_name(pystack_runtime(ps), pystack_pid(ps), tstate, ident, pystack_threads(ps), name,
+    rc = pythreads_name(pystack_runtime(ps), pystack_pid(ps), tstate, ident, since, pystack_threads(ps), name,
                         sizeof(name));
     if (rc == -ENOTSUP)
         t->pyname_done = true; /* 3.14+ name the OS thread themselves */
@@ -130,6 +131,8 @@ static void note_pending(struct threads *th, const struct thread *t)
 void threads_name_pending(struct threads *th, struct profile *prof, uint32_t pid, struct pystack *ps,
                           const struct threads_filter *flt, bool last)
 {
+    const uint64_t now = monotime_ns();
+
     for (size_t j = 0; j < th->cap; j++) {
         struct thread *t = &th->v[j];
 
@@ -137,14 +140,15 @@ void threads_name_pending(struct threads *th, struct profile *prof, uint32_t pid
             continue;
         if (last)
             t->pyname_next = 0;
-        if (read_pyname(ps, t) && !rename_frame(prof, t)) /* -ENOMEM: its name stays the kernel's */
+        if (read_pyname(ps, t, now) && !rename_frame(prof, t)) /* -ENOMEM: its name stays the kernel's */
             t->keep = threads_kept(flt, t->tid, t->pyname);
         note_pending(th, t);
     }
 }
 
 int64_t threads_frame(struct threads *th, struct profile *prof, uint32_t tid, uint32_t pid, const char *comm,
-                      struct pystack *ps, const struct threads_filter *flt, bool *fresh, bool *keep)
+                      struct pystack *ps, const struct threads_filter *flt, uint64_t since, bool *fresh,
+                      bool *keep)
 {
     char name[96], label[64];
     struct thread *t;
@@ -160,7 +164,7 @@ int64_t threads_frame(struct threads *th, struct profile *prof, uint32_t tid, ui
             if (strncmp(t->comm, comm, SAMPLE_COMM_LEN))
                 break;
             /* The Python name read only now: the frame of its earlier samples takes it too. */
-            if (read_pyname(ps, t)) {
+            if (read_pyname(ps, t, since)) {
                 if (rename_frame(prof, t))
                     break;
                 t->keep = threads_kept(flt, tid, t->pyname);
@@ -178,7 +182,7 @@ int64_t threads_frame(struct threads *th, struct profile *prof, uint32_t tid, ui
         memset(t, 0, sizeof(*t));
         t->tid = tid;
         t->pid = pid;
-        read_pyname(ps, t);
+        read_pyname(ps, t, since);
         if (ps)
             note_pending(th, t);
     }

@@ -52,9 +52,11 @@ struct threads {
 
 int threads_init(struct threads *th);
 /* The thread's root frame in `prof`, or a negative errno; *fresh set when the tid is new, *keep
- * when `flt` keeps it. `ps` (NULL: not Python) reads its Python name; pid is its process. */
+ * when `flt` keeps it. `ps` (NULL: not Python) reads its Python name, as it is at `since` or
+ * later (the sample's instant, monotime_ns); pid is its process. */
 int64_t threads_frame(struct threads *th, struct profile *prof, uint32_t tid, uint32_t pid, const char *comm,
-                      struct pystack *ps, const struct threads_filter *flt, bool *fresh, bool *keep);
+                      struct pystack *ps, const struct threads_filter *flt, uint64_t since, bool *fresh,
+                      bool *keep);
 /* Looks again for the Python names of pid's threads not named yet (through `ps`) whose next look
  * is due, or for all of them when `last`; the frames of those found are renamed and `flt` decides
  * again whether they are kept. A thread is otherwise looked at on its records: one blocked from

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "capture/remote.h"
+#include "util/monotime.h"
 
 #define MAX_ENTRIES 8192 /* entries of a dict read at most (sys.modules has a few hundred) */
 #define MAX_NAME    64
@@ -275,12 +276,19 @@ struct pythreads {
     uint64_t entries; /* the address of that object's entries */
     size_t n;
     struct pt_thread *t;
+    /* The dict as last read: its keys object and entries [0, nseen), read at seen_ns or later
+     * (the pass's own reading, or a check's). */
+    uint64_t seen_keys, seen_ns;
+    uint8_t *seen;
+    size_t nseen;
 };
 
 void pythreads_free(struct pythreads *pt)
 {
-    if (pt)
+    if (pt) {
         free(pt->t);
+        free(pt->seen);
+    }
     free(pt);
 }
 
@@ -429,13 +437,15 @@ alone:
 /* Reads threading._active whole, and the name of every Thread in it (names_batch). */
 static int pass(struct ctx *c, struct pythreads *pt, uint64_t tstate, const struct thr_offsets *o)
 {
-    uint64_t kv[2], at;
+    uint64_t kv[2], at, now = monotime_ns();
     uint8_t kind, *e = NULL;
     size_t n, m = 0;
     int rc;
 
     pt->n = 0;
     pt->keys = 0;
+    free(pt->seen);
+    pt->seen = NULL;
     /* the dict found before, or found again (a program may have replaced it) */
     for (int again = 0; again < 2; again++) {
         if (!pt->active && (rc = find_active(c, tstate, o, &pt->active))) {
@@ -461,38 +471,55 @@ static int pass(struct ctx *c, struct pythreads *pt, uint64_t tstate, const stru
         if (ent_u64(e + i * 24, 8) && ent_u64(e + i * 24, 16))
             t[m++] = (struct pt_thread){
                 .ident = ent_u64(e + i * 24, 0), .thread = ent_u64(e + i * 24, 16), .index = i};
-    free(e);
     names_batch(c, t, m);
     pt->n = m;
-    pt->keys = kv[0];
+    pt->keys = pt->seen_keys = kv[0];
     pt->entries = at;
+    pt->seen = e;
+    pt->nseen = n;
+    pt->seen_ns = now;
     return 0;
 }
 
 /* The thread of `ident` as the last pass found it, when its entry still holds the same Thread
- * (the dict's keys object and the entry itself read again: a thread that ended may have left
- * its ident to a new one); NULL when not. */
-static const struct pt_thread *still(struct ctx *c, const struct pythreads *pt, uint64_t ident)
+ * (a thread that ended may have left its ident to a new one); NULL when not. "Still" is as of
+ * `since` or later: the dict's keys object and entries are read again, all in one call, only when
+ * the last reading is older (the threads of one drain, 200 started together, were a call each). */
+static const struct pt_thread *still(struct ctx *c, struct pythreads *pt, uint64_t ident, uint64_t since)
 {
-    uint64_t keys = 0, ent[3] = {0};
+    const struct pt_thread *t = NULL;
 
-    for (size_t i = 0; i < pt->n; i++) {
-        const struct pt_thread *t = &pt->t[i];
-        struct remote_seg seg[2] = {REMOTE_SEG(pt->active + MA_KEYS, &keys, 8),
-                                    REMOTE_SEG(pt->entries + 24 * t->index, ent, sizeof(ent))};
+    for (size_t i = 0; i < pt->n && !t; i++)
+        if (pt->t[i].ident == ident)
+            t = &pt->t[i];
+    if (!t)
+        return NULL;
+    if (!pt->seen || pt->seen_ns < since) {
+        size_t n = pt->t[pt->n - 1].index + 1; /* the pass lists them in entry order */
+        uint64_t now = monotime_ns();
+        uint8_t *e = malloc(n * 24);
+        struct remote_seg seg[2] = {REMOTE_SEG(pt->active + MA_KEYS, &pt->seen_keys, 8),
+                                    REMOTE_SEG(pt->entries, e, n * 24)};
 
-        if (t->ident != ident)
-            continue;
-        if (remote_readv(&c->r, seg, 2, false) != 2 || keys != pt->keys || ent[0] != ident || !ent[1] ||
-            ent[2] != t->thread)
+        free(pt->seen);
+        pt->seen = NULL;
+        if (!e || remote_readv(&c->r, seg, 2, false) != 2) {
+            free(e);
             return NULL;
-        return t;
+        }
+        pt->seen = e;
+        pt->nseen = n;
+        pt->seen_ns = now;
     }
-    return NULL;
+    const uint8_t *ent = pt->seen + 24 * t->index;
+    if (pt->seen_keys != pt->keys || t->index >= pt->nseen || ent_u64(ent, 0) != ident || !ent_u64(ent, 8) ||
+        ent_u64(ent, 16) != t->thread)
+        return NULL;
+    return t;
 }
 
-int pythreads_name(const struct pyrt *rt, pid_t pid, uint64_t tstate, uint64_t ident, struct pythreads **ptp,
-                   char *out, size_t size)
+int pythreads_name(const struct pyrt *rt, pid_t pid, uint64_t tstate, uint64_t ident, uint64_t since,
+                   struct pythreads **ptp, char *out, size_t size)
 {
     struct ctx c = {.L = &rt->L, .minor = rt->L.minor};
     const struct pt_thread *t;
@@ -509,7 +536,7 @@ int pythreads_name(const struct pyrt *rt, pid_t pid, uint64_t tstate, uint64_t i
     if (!tid && (rc = rd64(&c, tstate + rt->L.ts_thread_id, &tid)))
         return rc;
     /* A thread the last pass did not see (started since) or whose entry changed: a new pass. */
-    if (!(t = still(&c, *ptp, tid))) {
+    if (!(t = still(&c, *ptp, tid, since))) {
         if ((rc = pass(&c, *ptp, tstate, o)))
             return rc;
         for (size_t i = 0; i < (*ptp)->n && !t; i++)
