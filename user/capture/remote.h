@@ -3,8 +3,9 @@
  *
  * Every read is a process_vm_readv call with one iovec per wanted object, of the object's exact
  * size (never a page "just in case"), or a window over memory where the objects wanted are known
- * to lie close together (a thread's data-stack chunk, the thread states). Callers describe what they want as
- * an array of segments; one call fetches them all (split only at the kernel's IOV_MAX):
+ * to lie close together (a thread's data-stack chunk, the thread states). Callers describe what
+ * they want as an array of segments; one call fetches them all (split only at the kernel's
+ * IOV_MAX):
  *
  *   segs[0] {addr=tstate, len=168}  ─┐
  *   segs[1] {addr=frame0, len=72}    ├─ one process_vm_readv, three iovecs
