@@ -31,7 +31,7 @@ FUZZ_SRCS_elfsym   := user/symbols/elfsym.c user/symbols/elfsym_plt.c user/symbo
                       user/unwind/cfi_expr.c
 FUZZ_SRCS_cfi_read := user/unwind/cfi_read.c user/unwind/cfi_expr.c
 FUZZ_SRCS_linetable := user/python/linetable.c
-FUZZ_SRCS_pyrt     := user/python/pyrt.c user/python/pyrt_debug.c user/util/errmsg.c user/util/maps.c user/capture/remote.c
+FUZZ_SRCS_pyrt     := user/python/pyrt.c user/python/pyrt_debug.c user/python/pyeval.c user/util/errmsg.c user/util/maps.c user/capture/remote.c
 FUZZ_SRCS_folded   := user/output/folded.c user/profile/profile.c user/profile/view.c user/output/escape.c \
                       user/output/output.c user/output/svg.c user/output/svg_js.c user/output/speedscope.c \
                       user/output/pprof.c user/output/summary.c user/output/diff.c
