@@ -14,12 +14,16 @@ void remote_init(struct remote *r, pid_t pid)
     r->st = (struct remote_stats){0};
 }
 
-/* One call over the n iovecs; returns bytes read or -errno. */
-static ssize_t readv_call(struct remote *r, const struct iovec *local, const struct iovec *remote, size_t n)
+/* One call over the n iovecs; returns bytes read or -errno (with hole_ok, 0 for -EFAULT: a
+ * window that starts where nothing is mapped reads nothing, and is no error). */
+static ssize_t readv_call(struct remote *r, const struct iovec *local, const struct iovec *remote, size_t n,
+                          bool hole_ok)
 {
     r->st.calls++;
     ssize_t got = process_vm_readv(r->pid, local, n, remote, n, 0);
     if (got < 0) {
+        if (hole_ok && errno == EFAULT)
+            return 0;
         r->st.errors++;
         return -errno;
     }
@@ -33,7 +37,7 @@ int remote_read(struct remote *r, uint64_t addr, void *buf, size_t len)
 
     if (len == 0)
         return 0;
-    ssize_t got = readv_call(r, &local, &remote, 1);
+    ssize_t got = readv_call(r, &local, &remote, 1, false);
     if (got < 0)
         return (int)got;
     if ((size_t)got != len) {
@@ -47,16 +51,7 @@ ssize_t remote_read_upto(struct remote *r, uint64_t addr, void *buf, size_t len)
 {
     struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
 
-    r->st.calls++;
-    ssize_t got = process_vm_readv(r->pid, &local, 1, &remote, 1, 0);
-    if (got < 0) {
-        if (errno == EFAULT)
-            return 0;
-        r->st.errors++;
-        return -errno;
-    }
-    r->st.bytes += (uint64_t)got;
-    return got;
+    return readv_call(r, &local, &remote, 1, true);
 }
 
 int remote_readv(struct remote *r, struct remote_seg *segs, size_t n, bool skip_bad)
@@ -83,7 +78,7 @@ int remote_readv(struct remote *r, struct remote_seg *segs, size_t n, bool skip_
         }
         if (!m)
             break;
-        ssize_t got = readv_call(r, local, remote, m);
+        ssize_t got = readv_call(r, local, remote, m, false);
         if (got == -ESRCH || got == -EPERM || got == -ENOMEM || got == -EINVAL)
             return (int)got;
         size_t done = 0, left = got < 0 ? 0 : (size_t)got;

@@ -133,9 +133,11 @@ void pyeval_find(Elf *e, uint64_t sym, uint64_t symsz, struct pyeval_ranges *r)
         return;
     add(r, e, sym, sym + (symsz ? symsz : 1));
     find_sections(&m);
+    if (m.codelen < 6)
+        return;
     /* A byte scan, not a disassembly: a stray match must also land in a large FDE range outside
      * the symbol to count. */
-    for (uint64_t i = 0; m.codelen >= 6 && i + 5 <= m.codelen; i++) {
+    for (uint64_t i = 0; i + 5 <= m.codelen; i++) {
         const uint8_t *code = m.code;
         uint64_t next, target, lo, hi;
         size_t op;

@@ -337,7 +337,6 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
     rt->runtime_addr = to_target(e, &maps, rt->path, f.runtime_vaddr ? f.runtime_vaddr : f.section_vaddr);
     rt->code_type = to_target(e, &maps, rt->path, f.codetype_vaddr);
     rt->jit_descriptor = to_target(e, &maps, rt->path, f.jitdesc_vaddr);
-    pyeval_find(e, f.eval_vaddr, f.eval_size, &rt->eval);
     uint64_t version_addr = to_target(e, &maps, rt->path, f.version_vaddr);
     if (!rt->runtime_addr) {
         rc = errmsg(err, errlen, -ENOENT, "%s: _PyRuntime is not mapped in process %d", rt->path, (int)pid);
@@ -384,6 +383,8 @@ int pyrt_attach(struct pyrt *rt, struct remote *r, pid_t pid, char *err, size_t 
     rt->L.minor = minor;
     derive_sizes(&rt->L);
     rc = check_target(rt, r, err, errlen);
+    if (!rc) /* in the file open now (not by its path: the target's root may not be ours) */
+        pyeval_find(e, f.eval_vaddr, f.eval_size, &rt->eval);
 out:
     if (e)
         elf_end(e);

@@ -85,18 +85,15 @@ int pystack_refresh_threads(struct pystack *ps)
     const struct pyrt_layout *L = &ps->rt.L;
     struct thread_slot *nslots = NULL;
     uint32_t n = 0, cap = 0;
-    struct ts_window w = {.buf = malloc(TS_WINDOW)};
+    uint8_t buf[TS_WINDOW];
+    struct ts_window w = {.buf = buf};
     uint64_t interp;
     int rc;
 
     ps->st.l2_refreshes++;
     ps->l1.valid = false;
-    if (!w.buf)
-        return -ENOMEM;
-    if ((rc = pyrt_first_interp(&ps->rt, &ps->r, &interp)) != 0) {
-        free(w.buf);
+    if ((rc = pyrt_first_interp(&ps->rt, &ps->r, &interp)) != 0)
         return rc;
-    }
     for (int ni = 0; interp && ni < MAX_INTERPS; ni++) {
         uint64_t head = 0, next = 0;
         struct remote_seg s[2] = {REMOTE_SEG(interp + L->is_threads_head, &head, 8),
@@ -114,7 +111,6 @@ int pystack_refresh_threads(struct pystack *ps)
                 struct thread_slot *g = realloc(nslots, cap * sizeof(*g));
                 if (!g) {
                     free(nslots);
-                    free(w.buf);
                     return -ENOMEM;
                 }
                 nslots = g;
@@ -126,7 +122,6 @@ int pystack_refresh_threads(struct pystack *ps)
         }
         interp = next;
     }
-    free(w.buf);
     /* Carry predictions over; free the rest. */
     for (uint32_t i = 0; i < ps->nslots; i++) {
         struct thread_slot *old = &ps->slots[i];
