@@ -454,6 +454,13 @@ case_collector() {
 #    event; its --stats target_cpu_s, over its sampling window), rate x duration for the
 #    wall-clock samplers (--no-bpf, Austin, Tachyon: one thread). The samplers take turns
 #    BENCH_RUNS times; each one's line is that of its median CPU (runs=N).
+#    Then each, once, on a ground truth (tests/py/truth_calls.py, a call graph known by
+#    construction whose stack changes every few µs): the share of its workload samples that
+#    are impossible stacks (a frame read at another instant than its caller, or misnamed;
+#    peers_truth lines, impossible_pct), and the samples it wrote of the rate × duration asked
+#    for (a sampler may drop the stacks it could not read whole). A peer's collapsed output is
+#    rewritten in pyebpf's folded form first (bench/peer_folded.py); `marked` counts samples
+#    pyebpf-sample itself marks as not exact (not counted among the unmarked impossible ones).
 #    Austin is Debian unstable's package, fetched and unpacked under build/bench/austin with the
 #    private apt configuration of scripts/test-pythons (`make setup` first) and run through the
 #    same unpacked loader; never installed, never used by the tests.
@@ -505,6 +512,46 @@ peers_median() { # peers_median NAME FILE : the line of NAME's median cpu_ms amo
     sed 's/.* cpu_ms=\([0-9.]*\) .*/\1 &/' <<< "$lines" | sort -g -k1,1 |
         awk -v n="$(wc -l <<< "$lines")" 'NR == int((n + 1) / 2) { sub(/^[^ ]* /, ""); print $0 " runs=" n }'
 }
+peers_truth() { # peers_truth LABEL PY AUSTIN : impossible stacks of each sampler on truth_calls.py
+    local label=$1 py=$2 austin=$3 dur hz=1000
+    local log=$OUT/peers.$label.truth
+    dur=$(q 3 5)
+    # runs until killed (at most its own wall cap of 100 s: the samplers below take ~4 × dur)
+    collector_start "$log" nice -n -10 "$py" tests/py/truth_calls.py 1000 ||
+        { echo "peers_truth target=$label error=workload-not-ready"; return; }
+    local pid=$WORKLOAD_PID name out
+    for name in pyebpf pyebpf-nobpf austin tachyon; do
+        out=$OUT/peers_truth.$name.$label
+        rm -f "$out.out" "$out.folded"
+        case $name.$label in
+        pyebpf.*) "$SAMPLE" -q -F $hz -d "$dur" -o "$out.folded" "$pid" > "$out.log" 2>&1 ;;
+        pyebpf-nobpf.*) "$SAMPLE" -q --no-bpf -F $hz -d "$dur" -o "$out.folded" "$pid" > "$out.log" 2>&1 ;;
+        austin.py3.12)
+            # shellcheck disable=SC2086
+            [ -n "$austin" ] && $austin -i $((1000000 / hz)) -x "$dur" -o "$out.out" -p "$pid" > "$out.log" 2>&1 ;;
+        tachyon.py3.15) "$py" -m profiling.sampling attach -r $hz -d "$dur" --collapsed -o "$out.out" "$pid" > "$out.log" 2>&1 ;;
+        *) continue ;;
+        esac
+        [ -s "$out.out" ] && $PY bench/peer_folded.py "$out.out" "$out.folded"
+        if [ ! -s "$out.folded" ]; then
+            [ "$name" = austin ] && [ -z "$austin" ] && continue
+            echo "peers_truth sampler=$name.$label error=$(head -c 200 "$out.log" | tr '\n' ' ')"
+            continue
+        fi
+        local c all bad mk
+        c=$($PY tests/py/truth_calls.py --check "$out.folded")
+        all=$(sed -n 's/.* workload=\([0-9]*\) .*/\1/p' <<< "$c")
+        bad=$(sed -n 's/.* impossible=\([0-9]*\) .*/\1/p' <<< "$c")
+        mk=$(sed -n 's/.* marked=\([0-9]*\) .*/\1/p' <<< "$c")
+        [ -n "$all" ] && [ "$all" -gt 0 ] || { echo "peers_truth sampler=$name.$label error=no-workload-samples"; continue; }
+        echo "peers_truth sampler=$name.$label hz=$hz duration_s=$dur requested=$((hz * dur))" \
+            "samples=$(awk '{ s += $NF } END { print s + 0 }' "$out.folded") workload_samples=$all" \
+            "impossible=$bad impossible_pct=$(num "100 * $bad / $all" 2) marked=$mk"
+    done
+    kill "$pid"
+    wait "$pid" 2> /dev/null
+    WORKLOAD_PID=""
+}
 case_peers() {
     local dur hz=1000 austin py runs
     dur=$(q 3 10)
@@ -538,6 +585,7 @@ case_peers() {
         kill "$pid"
         wait "$pid" 2> /dev/null
         WORKLOAD_PID=""
+        peers_truth "$label" "$py" "$austin"
     done
 }
 
