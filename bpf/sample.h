@@ -65,10 +65,11 @@
 #define SAMPLE_TICK_NS           10000000 /* USER_HZ 100: /proc/PID/stat start time unit */
 #define SAMPLE_PY_FRAMES_DEFAULT 1024     /* Python frames read in the kernel per sample */
 #define SAMPLE_PY_FRAMES_MAX                                                                                 \
-    1024                        /* upper bound of that cap (a power of two; the                              \
-                                   per-CPU scratch must stay under 32 KiB) */
-#define SAMPLE_PY_SLICE_MAX 128 /* bytes of a frame / thread state read at once */
-#define SAMPLE_PY_ID_MAX    80  /* bytes of a code object's identity block (10 words) */
+    1024                           /* upper bound of that cap (a power of two; the                           \
+                                      per-CPU scratch must stay under 32 KiB) */
+#define SAMPLE_PY_SLICE_MAX 128    /* bytes of a frame / thread state read at once */
+#define SAMPLE_PY_ID_MAX    80     /* bytes of a code object's identity block (10 words) */
+#define SAMPLE_PY_NONE      0xffff /* a layout offset the version does not have */
 
 /* flags */
 #define SAMPLE_F_IN_KERNEL    (1u << 0)  /* the sample landed in kernel mode */
@@ -121,6 +122,7 @@ enum sample_counter {
     SAMPLE_CNT_PY_READS,        /* reads of frame memory (a window or one frame's slice) */
     SAMPLE_CNT_PY_MISSES,       /* window reads that failed (the window crossed a mapping's start) */
     SAMPLE_CNT_PY_IDENTS,       /* reads of a code object's identity block */
+    SAMPLE_CNT_PY_QUALS,        /* reads of its qualname's length and hash (no co_version set) */
     SAMPLE_CNT_OFFCPU_SWITCHES, /* target threads seen leaving the CPU (--mode offcpu, wall) */
     SAMPLE_CNT_OFFCPU_LOST,     /* their records or wake records the full ring dropped */
     SAMPLE_CNT_GIL_NOT_HELD,    /* --mode gil: samples dropped, the thread did not hold the GIL */
@@ -179,12 +181,32 @@ static inline __attribute__((always_inline)) __u32 sample_py_named_bit(__u32 tgi
 #ifndef __VMLINUX_H__
 #include <string.h>
 
+/* Whether a code object's block (a copy, at least ver_at + 4 bytes) has its co_version set
+ * (ver_at: SAMPLE_PY_NONE when the layout has none). CPython 3.12+ numbers each code object from
+ * a counter of the interpreter that stops at 0 once it wraps: a number set is no other code
+ * object's, so the block alone tells two objects at one address apart and the qualname is not
+ * read (each read is a helper call, ~0.15 µs in the target). */
+static inline __attribute__((always_inline)) int sample_py_versioned(const void *block, __u32 ver_at)
+{
+    __u32 v;
+
+    if (ver_at == SAMPLE_PY_NONE)
+        return 0;
+    __builtin_memcpy(&v, (const __u8 *)block + ver_at, 4);
+    return v != 0;
+}
+
 /* User space's side of the fold, over a copy of the block (len: a multiple of 8, at most
  * SAMPLE_PY_ID_MAX; folded zero-padded to SAMPLE_PY_ID_MAX, as the program does) and the
- * qualname's length and hash words. */
-static inline __u64 sample_py_ident(const void *block, __u32 len, __u64 qual_length, __u64 qual_hash)
+ * qualname's length and hash words, which count as 0 when the block has its co_version at
+ * ver_at (sample_py_versioned). */
+static inline __u64 sample_py_ident(const void *block, __u32 len, __u32 ver_at, __u64 qual_length,
+                                    __u64 qual_hash)
 {
     __u64 h = 0, w;
+
+    if (sample_py_versioned(block, ver_at))
+        qual_length = qual_hash = 0;
 
     for (__u32 i = 0; i + 8 <= SAMPLE_PY_ID_MAX; i += 8) {
         w = 0;
@@ -235,7 +257,9 @@ static inline __u64 *sample_ustack(const struct sample_event *ev)
  *   code identity block [co_id_lo, co_id_lo + co_id_len) of each frame's code object: folded
  *     word by word (sample_py_mix) into the frame's ident, then the length and hash words of its
  *     co_qualname str (pointers alone repeat: 3.11 frees a dead function's name and gives the
- *     next one the same address; an interned name's hash is its content)
+ *     next one the same address; an interned name's hash is its content), unless the block's
+ *     co_version (at co_id_version) is set: no other code object of the interpreter had that
+ *     number, so the block alone tells them apart (sample_py_versioned)
  *
  * Field offsets are bytes from the start of their slice (cf_current_frame: of the _PyCFrame);
  * slices are at most SAMPLE_PY_SLICE_MAX bytes and 8-byte fields lie 8-byte aligned in them.
@@ -254,9 +278,8 @@ struct sample_pylayout {
     __u16 co_id_len;      /* 8-aligned, 8 to SAMPLE_PY_ID_MAX bytes */
     __u16 co_id_qualname; /* co_qualname's offset in that block (8-aligned) */
     __u16 str_length;     /* offset of a str's length; its hash is the next word */
+    __u16 co_id_version;  /* co_version's offset in the block (4-aligned); SAMPLE_PY_NONE: none */
 };
-
-#define SAMPLE_PY_NONE 0xffff
 
 /* What the perf_event program does with the GIL holder (rodata cfg_gil). */
 enum sample_gil_mode {
@@ -330,7 +353,7 @@ struct sample_koff {
 
 #define SAMPLE_HDR_SIZE 136
 _Static_assert(sizeof(struct sample_pyframe) == 24, "sample_pyframe layout");
-_Static_assert(sizeof(struct sample_pylayout) == 36, "sample_pylayout layout");
+_Static_assert(sizeof(struct sample_pylayout) == 38, "sample_pylayout layout");
 _Static_assert(SAMPLE_PY_ID_MAX % 8 == 0 && SAMPLE_PY_ID_MAX <= SAMPLE_PY_SLICE_MAX,
                "identity block fits the slice");
 _Static_assert(SAMPLE_PY_OWNER_MAX < SAMPLE_PY_TAG_ENTRY && SAMPLE_PY_TAG_ENTRY + 2 <= SAMPLE_PY_TAG_MASK,

@@ -2,7 +2,8 @@
 # In-kernel Python frames: on a steady CPU-bound workload (every interpreter of tests/pythons:
 # Debian 3.11, pyenv 3.11.7, 3.12.1, 3.13.0, and 3.14 / 3.15 from build/pythons when fetched) the BPF program delivers the frame
 # chains, user space only names code objects (remote reads per sample near 0), and the folded
-# stacks equal those of the remote path (--no-bpf). Deep recursion: 1000 frames whole, beyond the 1024-frame cap flagged as cut.
+# stacks equal those of the remote path (--no-bpf); 3.12+ code objects are told apart by their
+# numbered identity block alone (no qualname read). Deep recursion: 1000 frames whole, beyond the 1024-frame cap flagged as cut.
 # Prints the in-kernel time per sample at several depths.
 source "$(dirname "$0")/../lib.sh"
 need_root
@@ -153,12 +154,34 @@ threads() {
     check "$name: each thread's samples show its own function ($own of $THREADS)" test "$own" = $THREADS
 }
 
+# versioned NAME PY: 3.12 to 3.15 number each code object (co_version) six ints after
+# co_firstlineno, where the collector reads it (found here from memory alone, tests/py/co_version.py);
+# the program then tells code objects apart by their identity block and reads no qualname
+# (python_kernel_qualname_reads_per_sample of steady's 4 s run). 3.11 has no such number.
+versioned() {
+    local name=$1 py=$2 minor got first ver q
+    minor=$("$py" -c 'import sys; print(sys.version_info[1])')
+    got=$("$py" "$ROOT/tests/py/co_version.py")
+    first=$(sed -n 's/^firstlineno=\([0-9a-z]*\) .*/\1/p' <<< "$got")
+    ver=$(sed -n 's/.* version=\([0-9a-z]*\)$/\1/p' <<< "$got")
+    q=$(stat_of python_kernel_qualname_reads_per_sample "$TMP/$name.stats")
+    if [ "$minor" -ge 12 ]; then
+        check "$name: co_version lies six ints after co_firstlineno ($got)" \
+            test "$ver" != none -a "$first" != none -a "$((ver - first))" = 24 2> /dev/null
+        check "$name: no qualname read in the kernel (${q:-none} per sample)" test "${q:-x}" = 0.00
+    else
+        check "$name: no co_version ($got)" test "$ver" = none
+        check "$name: each code object's qualname read in the kernel (${q:-none} per sample)" ge "$q" 1
+    fi
+}
+
 # every interpreter of tests/pythons (3.14: tagged f_executable, owners 0..4)
 mapfile -t PYS < <(test_pythons --plain)
 for line in "${PYS[@]}"; do
     read -r label py why <<< "$line"
     if [ "$py" = - ]; then skip "$label: in-kernel chains" "$why"; continue; fi
     steady "$label" "$py"
+    versioned "$label" "$py"
     threads "$label" "$py"
 done
 

@@ -533,6 +533,7 @@ int sampler_get_stats(struct sampler *s, struct sampler_stats *out)
     out->py_reads = sums[SAMPLE_CNT_PY_READS];
     out->py_misses = sums[SAMPLE_CNT_PY_MISSES];
     out->py_idents = sums[SAMPLE_CNT_PY_IDENTS];
+    out->py_quals = sums[SAMPLE_CNT_PY_QUALS];
     out->stack_ends_set = s->ends.set;
     out->stack_end_map_reads = s->ends.map_reads;
     out->stack_ends_fixed = s->ends.fixed;
