@@ -310,7 +310,8 @@ static __always_inline __u8 win_u8(const struct py_walk *w, __u32 at, __u32 off)
  * frame: by then the object may be freed and the address another code object's. A frame that
  * runs the same code as its callee (recursion) reuses the callee's: both are alive now. The
  * qualname's words only where the block has no co_version set (sample_py_versioned): each read
- * is a helper call, ~0.15 µs, and one a code object was most of the walk's cost.
+ * is a helper call, ~0.15 µs in the target, and the two a code object took were most of the
+ * walk's cost.
  */
 __noinline int py_ident(struct py_walk *w, __u64 code)
 {
