@@ -334,7 +334,7 @@ __noinline int py_ident(struct py_walk *w, __u64 code)
     for (__u32 i = 0; i < SAMPLE_PY_ID_MAX / 8; i++)
         h = sample_py_mix(h, *(const __u64 *)&w->slice[i * 8]);
     ver = w->L.co_id_version;
-    if (ver == SAMPLE_PY_NONE || !*(const __u32 *)&w->slice[ver & (SAMPLE_PY_SLICE_MAX - 4) & ~3u]) {
+    if (!ver || !*(const __u32 *)&w->slice[ver & (SAMPLE_PY_SLICE_MAX - 4) & ~3u]) {
         count(SAMPLE_CNT_PY_QUALS);
         if (bpf_probe_read_user(qual, sizeof(qual),
                                 (void *)(slice_u64(w, w->L.co_id_qualname) + w->L.str_length)))

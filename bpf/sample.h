@@ -182,7 +182,7 @@ static inline __attribute__((always_inline)) __u32 sample_py_named_bit(__u32 tgi
 #include <string.h>
 
 /* Whether a code object's block (a copy, at least ver_at + 4 bytes) has its co_version set
- * (ver_at: SAMPLE_PY_NONE when the layout has none). CPython 3.12+ numbers each code object from
+ * (ver_at: 0 when the layout has none). CPython 3.12+ numbers each code object from
  * a counter of the interpreter that stops at 0 once it wraps: a number set is no other code
  * object's, so the block alone tells two objects at one address apart and the qualname is not
  * read (each read is a helper call, ~0.15 µs in the target). */
@@ -190,7 +190,7 @@ static inline __attribute__((always_inline)) int sample_py_versioned(const void 
 {
     __u32 v;
 
-    if (ver_at == SAMPLE_PY_NONE)
+    if (!ver_at)
         return 0;
     __builtin_memcpy(&v, (const __u8 *)block + ver_at, 4);
     return v != 0;
@@ -278,7 +278,8 @@ struct sample_pylayout {
     __u16 co_id_len;      /* 8-aligned, 8 to SAMPLE_PY_ID_MAX bytes */
     __u16 co_id_qualname; /* co_qualname's offset in that block (8-aligned) */
     __u16 str_length;     /* offset of a str's length; its hash is the next word */
-    __u16 co_id_version;  /* co_version's offset in the block (4-aligned); SAMPLE_PY_NONE: none */
+    __u16 co_id_version;  /* co_version's offset in the block (4-aligned); 0: none (never the
+                             block's start, which co_firstlineno is in) */
 };
 
 /* What the perf_event program does with the GIL holder (rodata cfg_gil). */

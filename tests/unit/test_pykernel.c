@@ -119,7 +119,7 @@ static void test_layouts(void **state)
     assert_int_equal(L.code_tag, 0);
     assert_int_equal(L.co_id_lo, 72);
     assert_int_equal(L.co_id_len, 72);
-    assert_int_equal(L.co_id_version, SAMPLE_PY_NONE);
+    assert_int_equal(L.co_id_version, 0);
 
     in = layout_312();
     assert_int_equal(pykernel_layout(&in, &L), 0);
@@ -177,9 +177,9 @@ static void test_layouts(void **state)
     assert_int_equal(pykernel_layout(&in, &L), -ENOTSUP);
     /* A co_version word outside the block, or not 4-aligned: refused. */
     in = layout_313();
-    in.co_version = in.co_id_start + in.co_id_size - 2;
+    in.co_id_version = in.co_id_size;
     assert_int_equal(pykernel_layout(&in, &L), -ENOTSUP);
-    in.co_version = in.co_id_start + 2;
+    in.co_id_version = 2;
     assert_int_equal(pykernel_layout(&in, &L), -ENOTSUP);
 }
 
@@ -269,7 +269,7 @@ struct seen {
     unsigned want;                   /* frames of an exact chain */
     uint64_t code_tag;               /* bits the program clears from the code word */
     uint16_t id_lo, id_len, id_qual; /* the layout's code identity block, its qualname word */
-    uint16_t id_ver;                 /* and its co_version word (SAMPLE_PY_NONE: none) */
+    uint16_t id_ver;                 /* and its co_version word (0: none) */
 };
 
 static void put64(uint8_t *p, uint64_t v)
@@ -549,7 +549,7 @@ static void test_program_reads_chains(void **state)
      * qualname is not read (here: not readable). One whose co_version is 0 (the counter
      * wrapped) still needs its qualname: that chain is given up. */
     in = layout_312();
-    in.co_version = 92;
+    in.co_id_version = 28;
     assert_int_equal(pykernel_layout(&in, &L), 0);
     assert_int_equal(L.co_id_version, 28);
     assert_int_equal(sampler_set_py_layout(smp, getpid(), &L), 0);

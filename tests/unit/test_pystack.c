@@ -412,9 +412,8 @@ static uint64_t code_ident(pid_t pid, const struct pyrt *rt, uint64_t code)
     assert_int_equal(process_vm_readv(pid, &l, 1, &r, 1, 0), (ssize_t)rt->L.co_id_size);
     uint64_t qual;
     memcpy(&qual, blk + (rt->L.co_qualname - rt->L.co_id_start), 8);
-    return sample_py_ident(blk, rt->L.co_id_size,
-                           rt->L.co_version ? rt->L.co_version - rt->L.co_id_start : SAMPLE_PY_NONE,
-                           rd64(pid, qual + rt->L.str_length), rd64(pid, qual + rt->L.str_length + 8));
+    return sample_py_ident(blk, rt->L.co_id_size, rt->L.co_id_version, rd64(pid, qual + rt->L.str_length),
+                           rd64(pid, qual + rt->L.str_length + 8));
 }
 
 static double ms_since(const struct timespec *t0)

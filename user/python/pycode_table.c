@@ -93,8 +93,8 @@ uint64_t pycode_table_ident(const struct pycode *c, const uint8_t *hdr, const ui
     uint64_t length, hash;
     memcpy(&length, qs, 8);
     memcpy(&hash, qs + 8, 8);
-    return sample_py_ident(hdr + (L->co_id_start - L->co_hdr_start), L->co_id_size,
-                           L->co_version ? L->co_version - L->co_id_start : SAMPLE_PY_NONE, length, hash);
+    return sample_py_ident(hdr + (L->co_id_start - L->co_hdr_start), L->co_id_size, L->co_id_version, length,
+                           hash);
 }
 
 /* The object an in-kernel frame ran was freed before it could be named (pycode.h). */

@@ -122,9 +122,8 @@ int pykernel_layout(const struct pyrt_layout *in, struct sample_pylayout *out)
     out->co_id_len = (uint16_t)in->co_id_size;
     out->co_id_qualname = (uint16_t)(in->co_qualname - in->co_id_start);
     out->str_length = (uint16_t)in->str_length;
-    out->co_id_version = in->co_version ? (uint16_t)(in->co_version - in->co_id_start) : SAMPLE_PY_NONE;
-    if (in->co_version && (in->co_version < in->co_id_start || in->co_version % 4 ||
-                           in->co_version + 4 > in->co_id_start + in->co_id_size))
+    out->co_id_version = (uint16_t)in->co_id_version;
+    if (in->co_id_version % 4 || in->co_id_version + 4 > in->co_id_size)
         rc = -1;
     if (in->co_id_size < 8 || in->co_id_size > SAMPLE_PY_ID_MAX || in->co_id_size % 8 ||
         in->co_id_start > 0xfff0 || in->co_qualname < in->co_id_start ||

@@ -135,11 +135,11 @@ static void derive_sizes(struct pyrt_layout *L)
         id_lo = id_hi - PYRT_CODE_ID_MAX;
     L->co_id_start = id_lo < start ? start : id_lo;
     L->co_id_size = id_hi - L->co_id_start;
-    L->co_version = 0;
+    L->co_id_version = 0;
     if (L->major == 3 && L->minor >= 12 && L->minor <= 15) {
         uint32_t v = L->co_firstlineno + 24;
-        if (v >= L->co_id_start && v + 4 <= L->co_id_start + L->co_id_size && v % 4 == 0)
-            L->co_version = v;
+        if (v > L->co_id_start && v + 4 <= L->co_id_start + L->co_id_size && v % 4 == 0)
+            L->co_id_version = v - L->co_id_start;
     }
 }
 

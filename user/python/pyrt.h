@@ -74,13 +74,13 @@ struct pyrt_layout {
      * No field in it changes while the object lives; its words, folded, tell two code objects
      * at one address apart (pycode, the in-kernel reader). */
     uint32_t co_id_start, co_id_size;
-    /* PyCodeObject.co_version, inside that block (3.12 to 3.15: 24 bytes after co_firstlineno's
-     * start, past it and the five local-variable counts; not described by _Py_DebugOffsets;
-     * tests/py/co_version.py finds it from memory): a number from a counter of the interpreter,
-     * set once, no other code object's (0 once the counter wrapped): where set, the block alone
-     * tells two objects apart (sample.h, sample_py_versioned). 0: none (3.11, versions not
-     * checked). */
-    uint32_t co_version;
+    /* Where PyCodeObject.co_version lies in that block (3.12 to 3.15: 24 bytes after
+     * co_firstlineno's start, past it and the five local-variable counts; not described by
+     * _Py_DebugOffsets; tests/py/co_version.py finds it from memory): a number from a counter of
+     * the interpreter, set once, no other code object's (0 once the counter wrapped): where set,
+     * the block alone tells two objects apart (sample.h, sample_py_versioned). 0: none (3.11,
+     * versions not checked; the block starts at or before co_firstlineno, never at co_version). */
+    uint32_t co_id_version;
     /* The GIL's locked flag (an int) and last holder (a PyThreadState pointer): offsets from the
      * thread's interpreter state (3.12+: its own _gil), or from _PyRuntime when gil_in_runtime
      * (3.11: one GIL in _PyRuntime.ceval). gil_holder 0: unknown. */
