@@ -255,6 +255,13 @@ static __always_inline __u32 copy_stack(struct sample_event *ev, struct task_str
 /* -- Python frames ------------------------------------------------------------------------- */
 
 #define PY_WINDOW 4096 /* bytes of a thread's frames read at once (a power of two) */
+/* Code-object memory read at once: a page, which always reads whole when a block in it does.
+ * The code objects of a module lie close together (made one after another at import, often of
+ * one size class), so one read serves the identity blocks of several frames of a stack; a
+ * stack's frames alternate between modules: PY_CODE_PAGES pages are kept, one per page-number
+ * residue. */
+#define PY_CODE_PAGE  4096
+#define PY_CODE_PAGES 4
 
 /*
  * The walk's state, in the per-CPU scratch map with the slice being read and the chain so far
@@ -269,10 +276,13 @@ struct py_walk {
     __u64 wend;  /* end of what win holds */
     __u64 mark;  /* frame address saved at each power-of-two step: seeing it again is a loop */
     __u64 floor; /* no window starts below this page when the frame is above it (sample_thread) */
-    __u64 last_code, last_ident; /* the previous frame's code object and its ident */
-    __u32 n;                     /* frames in fr */
+    __u64 last_code, last_ident;           /* the previous frame's code object and its ident */
+    __u64 cpage[PY_CODE_PAGES];            /* the pages py_code_pages holds, read this sample; 0: none */
+    __u32 reads, codes, code_reads, quals; /* counts of the walk (counters, added at its end) */
+    __u32 n;                               /* frames in fr */
     __u32 flags;
     __u32 tgid;
+    __u32 level; /* the calling program's rec_level() */
     struct sample_pylayout L;
     __u8 slice[SAMPLE_PY_SLICE_MAX];
     __u8 win[PY_WINDOW];
@@ -286,6 +296,19 @@ struct {
     __type(key, __u32);
     __type(value, struct py_walk);
 } py_scratch SEC(".maps");
+
+/* Pages of code-object memory per program that records (py_walk.cpage says which): a map of
+ * their own, as a per-CPU value is at most 32 KiB and the walk's is near that. */
+struct py_code_page {
+    __u8 b[PY_CODE_PAGES][PY_CODE_PAGE];
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, SAMPLE_REC_LEVELS);
+    __type(key, __u32);
+    __type(value, struct py_code_page);
+} py_code_pages SEC(".maps");
 
 /* 8-byte field at `off` of the slice (offsets come from a map: masked into the slice). */
 static __always_inline __u64 slice_u64(const struct py_walk *w, __u32 off)
@@ -309,35 +332,61 @@ static __always_inline __u8 win_u8(const struct py_walk *w, __u32 at, __u32 off)
  * (sample.h) folded word by word. The address alone says nothing once user space names the
  * frame: by then the object may be freed and the address another code object's. A frame that
  * runs the same code as its callee (recursion) reuses the callee's: both are alive now. The
- * qualname's words only where the block has no co_version set (sample_py_versioned): each read
- * is a helper call, ~0.15 µs in the target, and the two a code object took were most of the
- * walk's cost.
+ * qualname's words only where the block has no co_version set (sample_py_versioned). Each read
+ * of user memory is a helper call, ~0.14 µs in the target whatever its size up to a page (a
+ * kernel read ~0.03): the block is folded in the page of code-object memory this sample read,
+ * which serves the code objects beside it too (py_code_pages).
  */
 __noinline int py_ident(struct py_walk *w, __u64 code)
 {
-    __u32 len, ver;
-    __u64 h = 0, qual[2] = {0, 0};
+    __u32 len, ver, at, n, slot;
+    __u64 h = 0, qual[2] = {0, 0}, b, page, word;
+    struct py_code_page *cp;
+    __u8 *pb;
 
     if (!w) /* a global function's pointer may be NULL for the verifier */
         return -1;
-    len = w->L.co_id_len;
     if (code == w->last_code)
         return 0;
-    count(SAMPLE_CNT_PY_IDENTS);
-    /* The block zero-padded to SAMPLE_PY_ID_MAX bytes is folded whole (as sample_py_ident does):
-     * a branch per word on len forked the verifier's state at each, a seventh of its walk. */
-    __builtin_memset(w->slice, 0, SAMPLE_PY_ID_MAX);
-    if (len < 8 || len > SAMPLE_PY_ID_MAX ||
-        bpf_probe_read_user(w->slice, len, (void *)(code + w->L.co_id_lo)))
+    len = w->L.co_id_len;
+    cp = bpf_map_lookup_elem(&py_code_pages, &w->level);
+    if (!cp || len < 8 || len > SAMPLE_PY_ID_MAX)
         return -1;
-#pragma clang loop unroll(disable)
-    for (__u32 i = 0; i < SAMPLE_PY_ID_MAX / 8; i++)
-        h = sample_py_mix(h, *(const __u64 *)&w->slice[i * 8]);
+    w->codes++;
+    b = code + w->L.co_id_lo;
+    page = b & ~(PY_CODE_PAGE - 1ull);
+    at = b - page;
+    slot = (page / PY_CODE_PAGE) & (PY_CODE_PAGES - 1);
+    pb = cp->b[slot];
+    if (b + len > page + PY_CODE_PAGE) {
+        /* Across a page's end (the next page may hold no code object): the block alone, to the
+         * slot's start. */
+        w->code_reads++;
+        w->cpage[slot] = 0;
+        at = 0;
+        if (bpf_probe_read_user(pb, len, (void *)b))
+            return -1;
+    } else if (page != w->cpage[slot]) {
+        w->code_reads++;
+        w->cpage[slot] = 0;
+        if (bpf_probe_read_user(pb, PY_CODE_PAGE, (void *)page))
+            return -1;
+        w->cpage[slot] = page;
+    }
+    /* Folded in place, zero past the block's length as sample_py_ident does: the block is
+     * 8-aligned (code objects and co_id_lo are: py_step, pykernel_layout). */
+    n = len / 8;
+#pragma clang loop unroll(full)
+    for (__s32 i = 0; i < SAMPLE_PY_ID_MAX / 8; i++) {
+        word = *(const __u64 *)&pb[(at + i * 8) & (PY_CODE_PAGE - 8)];
+        /* all ones while i < n: no branch, so no state for the verifier to fork */
+        h = sample_py_mix(h, word & (__u64)((__s64)(i - (__s32)n) >> 63));
+    }
     ver = w->L.co_id_version;
-    if (!ver || !*(const __u32 *)&w->slice[ver & (SAMPLE_PY_SLICE_MAX - 4) & ~3u]) {
-        count(SAMPLE_CNT_PY_QUALS);
-        if (bpf_probe_read_user(qual, sizeof(qual),
-                                (void *)(slice_u64(w, w->L.co_id_qualname) + w->L.str_length)))
+    if (!ver || !*(const __u32 *)&pb[(at + ver) & (PY_CODE_PAGE - 4)]) {
+        w->quals++;
+        word = *(const __u64 *)&pb[(at + w->L.co_id_qualname) & (PY_CODE_PAGE - 8)];
+        if (bpf_probe_read_user(qual, sizeof(qual), (void *)(word + w->L.str_length)))
             return -1;
     }
     h = sample_py_mix(sample_py_mix(h, qual[0]), qual[1]);
@@ -385,20 +434,20 @@ static long py_step(__u64 i, struct py_walk **wp)
             w->wbase = w->floor;
         wlen = w->wend - w->wbase;
         barrier_var(wlen);
-        count(SAMPLE_CNT_PY_READS);
+        w->reads++;
         if (wlen > PY_WINDOW || bpf_probe_read_user(w->win, wlen, (void *)w->wbase)) {
             /* The window started below the mapping (a data-stack chunk starts on a page):
              * read from the frame's page on, so the rest of the page still serves, and start
              * the thread's windows there from now on (a failed read costs a fault). */
             wlen = a + len - (a & ~4095ull);
             count(SAMPLE_CNT_PY_MISSES);
-            count(SAMPLE_CNT_PY_READS);
+            w->reads++;
             w->wbase = a & ~4095ull;
             w->wend = a + len;
             barrier_var(wlen);
             if (wlen > PY_WINDOW || bpf_probe_read_user(w->win, wlen, (void *)w->wbase)) {
                 w->wbase = 0;
-                count(SAMPLE_CNT_PY_READS);
+                w->reads++;
                 if (bpf_probe_read_user(w->win, len, (void *)a)) {
                     w->flags |= SAMPLE_PY_BROKEN;
                     return 1;
@@ -483,11 +532,20 @@ static __always_inline void py_capture(struct sample_event *ev, struct sample_th
     if ((__u32)slice_u64(w, w->L.ts_native_thread_id) != tid)
         goto stale;
     if (w->L.ts_cframe != SAMPLE_PY_NONE) {
+        /* 3.11 and 3.12 keep the current frame in a _PyCFrame of the evaluation loop's C frame:
+         * on the thread's stack, most often in the part this record copied an instant ago. */
         __u64 cframe = slice_u64(w, w->L.ts_cframe);
+        __u64 at = cframe + w->L.cf_current_frame - ev->stack_addr;
 
         top = 0;
-        if (cframe && bpf_probe_read_user(&top, 8, (void *)(cframe + w->L.cf_current_frame)))
-            goto broken;
+        if (cframe && ev->stack_len >= 8 && at <= ev->stack_len - 8) {
+            if (bpf_probe_read_kernel(&top, 8, ev->stack + at))
+                goto broken;
+        } else if (cframe) {
+            count(SAMPLE_CNT_PY_CFRAMES);
+            if (bpf_probe_read_user(&top, 8, (void *)(cframe + w->L.cf_current_frame)))
+                goto broken;
+        }
     } else {
         top = slice_u64(w, w->L.ts_current_frame);
     }
@@ -496,11 +554,22 @@ static __always_inline void py_capture(struct sample_event *ev, struct sample_th
     w->wbase = w->wend = w->mark = 0;
     w->floor = th->py_floor;
     w->last_code = w->last_ident = 0;
+    __builtin_memset(w->cpage, 0, sizeof(w->cpage));
+    w->level = level;
+    w->reads = w->codes = w->code_reads = w->quals = 0;
     w->n = 0;
     w->flags = 0;
     w->tgid = tgid;
     /* bpf_loop takes its context on the stack: a pointer to the walk there. */
     bpf_loop(cfg_py_frames + 1, py_step, &w, 0);
+    /* Counted once a walk: a counter is a call, and a walk makes a read or identity a frame. */
+    count_n(SAMPLE_CNT_PY_READS, w->reads);
+    if (w->codes) {
+        count_n(SAMPLE_CNT_PY_CODES, w->codes);
+        count_n(SAMPLE_CNT_PY_IDENTS, w->code_reads);
+    }
+    if (w->quals)
+        count_n(SAMPLE_CNT_PY_QUALS, w->quals);
     if (w->floor != th->py_floor)
         th->py_floor = w->floor;
     /* A half chain would be attributed wrongly: user space reads this one itself. */

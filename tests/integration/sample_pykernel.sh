@@ -69,6 +69,7 @@ MAX_WINDOW_MISSES=3         # frame windows refused (from below a mapping) in a 
 MIN_EARLY_CODES=4           # code objects on the stack at attach (<module>, main, outer, middle, inner:
                             # inner may have returned) named before any capture
 THREADS=8                   # threads.py: threads, each in its own function
+MAX_CFRAME_READS=0.05       # _PyCFrame reads per sample outside the stack copy (steady: none)
 
 # stacks FILE SHARE: the distinct stacks holding >= SHARE of the samples, sorted
 stacks() { awk -v p="$2" '{ n = $NF; $NF = ""; c[$0] += n; t += n } END { for (s in c) if (c[s] >= p * t) print s }' "$1" | sort; }
@@ -99,8 +100,13 @@ steady() {
     rps=$(awk -v r="$reads" -v r1="${r1:-0}" -v s="$samples" -v s1="${s1:-0}" \
         'BEGIN { v = s > s1 ? (r - r1) / (s - s1) : 99; printf "%.4f", v }')
     chain=$(sum "$f.folded" '^<module> \([^;]*work.py:14\);main \([^;]*:13\);outer \([^;]*:11\);middle \([^;]*:8\);inner \([^;]*:[45]\) ')
+    local idents ireads cframes
+    idents=$(stat_of python_kernel_idents_per_sample "$f.stats")
+    ireads=$(stat_of python_kernel_ident_reads_per_sample "$f.stats")
+    cframes=$(stat_of python_kernel_cframe_reads_per_sample "$f.stats")
     echo "# $name: samples=$samples in_kernel=$inkernel frames_in_kernel=$frames remote_reads=$reads" \
-        "(1 s run: $r1 for $s1 samples) steady_reads_per_sample=$rps chain=$chain bpf_ns_per_sample=$(stat_of bpf_ns_per_sample "$f.stats")"
+        "(1 s run: $r1 for $s1 samples) steady_reads_per_sample=$rps chain=$chain idents_per_sample=$idents" \
+        "ident_reads_per_sample=$ireads cframe_reads_per_sample=$cframes bpf_ns_per_sample=$(stat_of bpf_ns_per_sample "$f.stats")"
     if ! ge "$samples" $MIN_SAMPLES; then
         fail "$name: enough Python samples" "${samples:-none}"
         return
@@ -113,6 +119,10 @@ steady() {
     # The only steady read: the code objects' headers, re-validated in one batched call once per
     # trust window (1 s), i.e. ~1 call per second whatever the frequency (0.005-0.03 here).
     check "$name: steady remote reads per sample <= $MAX_STEADY_READS ($rps)" le "$rps" $MAX_STEADY_READS
+    # 3.11 and 3.12 keep the current frame in the evaluation loop's C frame: found in the
+    # record's stack copy, not read on its own (3.13+ have no such step: 0).
+    check "$name: the current frame taken from the stack copy (${cframes:-none} _PyCFrame reads per sample <= $MAX_CFRAME_READS)" \
+        le "${cframes:-99}" $MAX_CFRAME_READS
     local misses
     misses=$(stat_of python_kernel_window_misses "$f.stats")
     check "$name: frame windows refused <= $MAX_WINDOW_MISSES in $samples samples (${misses:-none})" \

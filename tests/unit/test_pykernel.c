@@ -9,6 +9,7 @@
  * half-written thread state would find it naming no thread and drop the thread as stale, and
  * every later record would come back unknown. */
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -430,7 +431,7 @@ static void test_program_reads_chains(void **state)
     struct seen s = {.min_records = PHASE_RECORDS};
     struct sampler *smp;
     struct fake *bufs[2], *f;
-    uint64_t stale_before;
+    uint64_t stale_before, codes_before, code_reads_before;
 
     if (geteuid() != 0)
         skip();
@@ -463,13 +464,22 @@ static void test_program_reads_chains(void **state)
     assert_int_equal(s.exact, s.n);
     assert_int_equal(s.truncated, 0);
 
-    /* 1000 frames: all of them (the cap is 1024). */
+    /* 1000 frames: all of them (the cap is 1024). Their code objects lie 64 to a page, some
+     * blocks across a page's end: each page is read once a sample, a block across it alone. */
     f = spare(bufs, &s);
     build(f, 1000, false, s.tid);
     publish(smp, &s, f);
+    assert_int_equal(sampler_get_stats(smp, &c), 0);
+    codes_before = c.py_codes;
+    code_reads_before = c.py_idents;
     run_phase(smp, &s, 1000);
     assert_int_equal(s.exact, s.n);
     assert_int_equal(s.truncated, 0);
+    assert_int_equal(sampler_get_stats(smp, &c), 0);
+    print_message("# code identities %" PRIu64 ", code memory reads %" PRIu64 "\n", c.py_codes - codes_before,
+                  c.py_idents - code_reads_before);
+    assert_true(c.py_codes - codes_before >= 1000ull * s.n);
+    assert_true((c.py_idents - code_reads_before) * 16 < c.py_codes - codes_before);
 
     /* 1100 frames: cut at the cap, flagged. */
     f = spare(bufs, &s);
@@ -599,6 +609,8 @@ static void test_program_reads_chains(void **state)
     assert_true(c.py_frames > 0);
     assert_true(c.py_stale >= 1);
     assert_true(c.py_broken >= 1);
+    /* The fake's _PyCFrame is not on this thread's stack: read on its own each time. */
+    assert_true(c.py_cframes > 0);
     sampler_close(smp);
     free(bufs[0]);
     free(bufs[1]);

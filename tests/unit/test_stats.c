@@ -102,8 +102,9 @@ static void test_pykernel_rows(void **state)
     pykernel_stats(pk, &kc, (struct stats){.row = keep_name, .arg = &k});
     assert_non_null(strstr(k.buf,
                            "python_kernel_truncated,python_kernel_reads,python_kernel_reads_per_sample,"
-                           "python_kernel_window_misses,python_kernel_ident_reads_per_sample,"
-                           "python_kernel_qualname_reads_per_sample"));
+                           "python_kernel_window_misses,python_kernel_idents_per_sample,"
+                           "python_kernel_ident_reads_per_sample,python_kernel_qualname_reads_per_sample,"
+                           "python_kernel_cframe_reads_per_sample"));
     pykernel_close(pk);
 }
 

@@ -126,7 +126,7 @@ int pykernel_layout(const struct pyrt_layout *in, struct sample_pylayout *out)
     if (in->co_id_version % 4 || in->co_id_version + 4 > in->co_id_size)
         rc = -1;
     if (in->co_id_size < 8 || in->co_id_size > SAMPLE_PY_ID_MAX || in->co_id_size % 8 ||
-        in->co_id_start > 0xfff0 || in->co_qualname < in->co_id_start ||
+        in->co_id_start > 0xfff0 || in->co_id_start % 8 || in->co_qualname < in->co_id_start ||
         in->co_qualname + 8 > in->co_id_start + in->co_id_size || in->co_qualname % 8 ||
         in->str_length > 0xfff0)
         rc = -1;
@@ -212,9 +212,13 @@ void pykernel_stats(const struct pykernel *pk, const struct sampler_stats *kc, s
         stats_ratio(out, "python_kernel_reads_per_sample", (double)kc->py_reads,
                     (double)st->samples_in_kernel, 2);
         stats_count(out, "python_kernel_window_misses", kc->py_misses);
+        stats_ratio(out, "python_kernel_idents_per_sample", (double)kc->py_codes,
+                    (double)st->samples_in_kernel, 2);
         stats_ratio(out, "python_kernel_ident_reads_per_sample", (double)kc->py_idents,
                     (double)st->samples_in_kernel, 2);
         stats_ratio(out, "python_kernel_qualname_reads_per_sample", (double)kc->py_quals,
+                    (double)st->samples_in_kernel, 2);
+        stats_ratio(out, "python_kernel_cframe_reads_per_sample", (double)kc->py_cframes,
                     (double)st->samples_in_kernel, 2);
     }
 }

@@ -91,7 +91,9 @@ void pykernel_teach_threads(struct pykernel *pk, struct pystack *ps);
  * python_kernel_fallbacks, python_threads_in_kernel, python_kernel_stale, python_kernel_broken,
  * python_kernel_truncated, and with the program's counters `kc` (may be NULL)
  * python_kernel_reads (user memory reads of the walk), python_kernel_reads_per_sample,
- * python_kernel_window_misses, python_kernel_ident_reads_per_sample (code identity blocks read). */
+ * python_kernel_window_misses, python_kernel_idents_per_sample (code identities taken),
+ * python_kernel_ident_reads_per_sample (reads of code-object memory for them),
+ * python_kernel_qualname_reads_per_sample, python_kernel_cframe_reads_per_sample. */
 void pykernel_stats(const struct pykernel *pk, const struct sampler_stats *kc, struct stats out);
 
 #endif
