@@ -257,11 +257,13 @@ static __always_inline __u32 copy_stack(struct sample_event *ev, struct task_str
 #define PY_WINDOW 4096 /* bytes of a thread's frames read at once (a power of two) */
 /* Code-object memory read at once: a page, which always reads whole when a block in it does.
  * The code objects of a module lie close together (made one after another at import, often of
- * one size class), so one read serves the identity blocks of several frames of a stack; a
- * stack's frames alternate between modules: PY_CODE_PAGES pages are kept, one per page-number
- * residue. */
+ * one size class), and so do their names: one read serves the identity blocks or qualnames of
+ * several frames of a stack. A stack's frames alternate between modules: PY_CODE_PAGES pages
+ * are kept, half for code objects and half for names (a name's page must not evict the page of
+ * the code objects that name it), one per page-number residue in each half. */
 #define PY_CODE_PAGE  4096
-#define PY_CODE_PAGES 4
+#define PY_CODE_PAGES 8
+#define PY_NO_PAGE    (~0ull) /* a slot that holds no page (0 is one: the first page) */
 
 /*
  * The walk's state, in the per-CPU scratch map with the slice being read and the chain so far
@@ -277,7 +279,7 @@ struct py_walk {
     __u64 mark;  /* frame address saved at each power-of-two step: seeing it again is a loop */
     __u64 floor; /* no window starts below this page when the frame is above it (sample_thread) */
     __u64 last_code, last_ident;           /* the previous frame's code object and its ident */
-    __u64 cpage[PY_CODE_PAGES];            /* the pages py_code_pages holds, read this sample; 0: none */
+    __u64 cpage[PY_CODE_PAGES];            /* the pages py_code_pages holds, read this sample */
     __u32 reads, codes, code_reads, quals; /* counts of the walk (counters, added at its end) */
     __u32 n;                               /* frames in fr */
     __u32 flags;
@@ -298,7 +300,8 @@ struct {
 } py_scratch SEC(".maps");
 
 /* Pages of code-object memory per program that records (py_walk.cpage says which): a map of
- * their own, as a per-CPU value is at most 32 KiB and the walk's is near that. */
+ * their own, as a per-CPU value is at most 32 KiB (this one: all of it) and the walk's is near
+ * that. */
 struct py_code_page {
     __u8 b[PY_CODE_PAGES][PY_CODE_PAGE];
 };
@@ -328,21 +331,52 @@ static __always_inline __u8 win_u8(const struct py_walk *w, __u32 at, __u32 off)
 }
 
 /*
+ * Where the bytes [a, a + len) of the target's memory, as read this sample, lie: *pb is set to
+ * the slot of py_code_pages that holds them and their offset there returned; -1 when they cannot
+ * be read. A slot of the half `half` (0: code objects, 1: names) holds a page of its page-number
+ * residue, read at most once a sample; a range across a page's end is read alone, to its slot's
+ * start (the next page may not be mapped).
+ */
+static __always_inline long py_mem(struct py_walk *w, struct py_code_page *cp, __u64 a, __u32 len, __u32 half,
+                                   __u8 **pb)
+{
+    __u64 page = a & ~(PY_CODE_PAGE - 1ull);
+    __u32 slot = (half * (PY_CODE_PAGES / 2) + ((page / PY_CODE_PAGE) & (PY_CODE_PAGES / 2 - 1))) &
+                 (PY_CODE_PAGES - 1);
+
+    *pb = cp->b[slot];
+    if (a + len > page + PY_CODE_PAGE) {
+        w->code_reads++;
+        w->cpage[slot] = PY_NO_PAGE;
+        return bpf_probe_read_user(*pb, len, (void *)a) ? -1 : 0;
+    }
+    if (page != w->cpage[slot]) {
+        w->code_reads++;
+        w->cpage[slot] = PY_NO_PAGE;
+        if (bpf_probe_read_user(*pb, PY_CODE_PAGE, (void *)page))
+            return -1;
+        w->cpage[slot] = page;
+    }
+    return a - page;
+}
+
+/*
  * The identity of code object `code` at this instant into w->last_ident: its identity block
  * (sample.h) folded word by word. The address alone says nothing once user space names the
  * frame: by then the object may be freed and the address another code object's. A frame that
  * runs the same code as its callee (recursion) reuses the callee's: both are alive now. The
  * qualname's words only where the block has no co_version set (sample_py_versioned). Each read
  * of user memory is a helper call, ~0.14 µs in the target whatever its size up to a page (a
- * kernel read ~0.03): the block is folded in the page of code-object memory this sample read,
- * which serves the code objects beside it too (py_code_pages).
+ * kernel read ~0.03): block and qualname come out of the pages this sample read (py_mem), which
+ * serve the code objects and names beside them too.
  */
 __noinline int py_ident(struct py_walk *w, __u64 code)
 {
-    __u32 len, ver, at, n, slot;
-    __u64 h = 0, qual[2] = {0, 0}, b, page, word;
+    __u32 len, ver, n;
+    __u64 h = 0, word, qual[2];
     struct py_code_page *cp;
-    __u8 *pb;
+    __u8 *pb, *qb;
+    long at, qat;
 
     if (!w) /* a global function's pointer may be NULL for the verifier */
         return -1;
@@ -353,26 +387,9 @@ __noinline int py_ident(struct py_walk *w, __u64 code)
     if (!cp || len < 8 || len > SAMPLE_PY_ID_MAX)
         return -1;
     w->codes++;
-    b = code + w->L.co_id_lo;
-    page = b & ~(PY_CODE_PAGE - 1ull);
-    at = b - page;
-    slot = (page / PY_CODE_PAGE) & (PY_CODE_PAGES - 1);
-    pb = cp->b[slot];
-    if (b + len > page + PY_CODE_PAGE) {
-        /* Across a page's end (the next page may hold no code object): the block alone, to the
-         * slot's start. */
-        w->code_reads++;
-        w->cpage[slot] = 0;
-        at = 0;
-        if (bpf_probe_read_user(pb, len, (void *)b))
-            return -1;
-    } else if (page != w->cpage[slot]) {
-        w->code_reads++;
-        w->cpage[slot] = 0;
-        if (bpf_probe_read_user(pb, PY_CODE_PAGE, (void *)page))
-            return -1;
-        w->cpage[slot] = page;
-    }
+    at = py_mem(w, cp, code + w->L.co_id_lo, len, 0, &pb);
+    if (at < 0)
+        return -1;
     /* Folded in place, zero past the block's length as sample_py_ident does: the block is
      * 8-aligned (code objects and co_id_lo are: py_step, pykernel_layout). */
     n = len / 8;
@@ -383,11 +400,16 @@ __noinline int py_ident(struct py_walk *w, __u64 code)
         h = sample_py_mix(h, word & (__u64)((__s64)(i - (__s32)n) >> 63));
     }
     ver = w->L.co_id_version;
+    qual[0] = qual[1] = 0;
     if (!ver || !*(const __u32 *)&pb[(at + ver) & (PY_CODE_PAGE - 4)]) {
         w->quals++;
+        /* the str's length and hash words (8-aligned: pykernel_layout) */
         word = *(const __u64 *)&pb[(at + w->L.co_id_qualname) & (PY_CODE_PAGE - 8)];
-        if (bpf_probe_read_user(qual, sizeof(qual), (void *)(word + w->L.str_length)))
+        qat = py_mem(w, cp, word + w->L.str_length, sizeof(qual), 1, &qb);
+        if (qat < 0)
             return -1;
+        qual[0] = *(const __u64 *)&qb[qat & (PY_CODE_PAGE - 8)];
+        qual[1] = *(const __u64 *)&qb[(qat + 8) & (PY_CODE_PAGE - 8)];
     }
     h = sample_py_mix(sample_py_mix(h, qual[0]), qual[1]);
     w->last_code = code;
@@ -554,7 +576,7 @@ static __always_inline void py_capture(struct sample_event *ev, struct sample_th
     w->wbase = w->wend = w->mark = 0;
     w->floor = th->py_floor;
     w->last_code = w->last_ident = 0;
-    __builtin_memset(w->cpage, 0, sizeof(w->cpage));
+    __builtin_memset(w->cpage, 0xff, sizeof(w->cpage)); /* PY_NO_PAGE */
     w->level = level;
     w->reads = w->codes = w->code_reads = w->quals = 0;
     w->n = 0;

@@ -121,13 +121,13 @@ enum sample_counter {
     SAMPLE_CNT_PY_BROKEN,       /* chains given up (read error, invalid frame) */
     SAMPLE_CNT_PY_READS,        /* reads of frame memory (a window or one frame's slice) */
     SAMPLE_CNT_PY_MISSES,       /* window reads that failed (the window crossed a mapping's start) */
-    SAMPLE_CNT_PY_IDENTS,       /* reads of code-object memory: a page, or one identity block */
-    SAMPLE_CNT_PY_QUALS,        /* reads of a qualname's length and hash (no co_version set) */
+    SAMPLE_CNT_PY_CODES,        /* code identities taken (a frame's code unlike its callee's) */
+    SAMPLE_CNT_PY_IDENTS,       /* reads for them: a page, or one range (code objects, qualnames) */
+    SAMPLE_CNT_PY_QUALS,        /* qualnames' length and hash folded in (no co_version set) */
     SAMPLE_CNT_OFFCPU_SWITCHES, /* target threads seen leaving the CPU (--mode offcpu, wall) */
     SAMPLE_CNT_OFFCPU_LOST,     /* their records or wake records the full ring dropped */
     SAMPLE_CNT_GIL_NOT_HELD,    /* --mode gil: samples dropped, the thread did not hold the GIL */
     SAMPLE_CNT_OFFCPU_UNSEEN,   /* switches back in the off-CPU program did not see (closed late) */
-    SAMPLE_CNT_PY_CODES,        /* code identities taken (a frame's code unlike its callee's) */
     SAMPLE_CNT_PY_CFRAMES,      /* reads of a _PyCFrame (3.11, 3.12) outside the stack copy */
     SAMPLE_CNT_NR,
 };

@@ -128,7 +128,7 @@ int pykernel_layout(const struct pyrt_layout *in, struct sample_pylayout *out)
     if (in->co_id_size < 8 || in->co_id_size > SAMPLE_PY_ID_MAX || in->co_id_size % 8 ||
         in->co_id_start > 0xfff0 || in->co_id_start % 8 || in->co_qualname < in->co_id_start ||
         in->co_qualname + 8 > in->co_id_start + in->co_id_size || in->co_qualname % 8 ||
-        in->str_length > 0xfff0)
+        in->str_length > 0xfff0 || in->str_length % 8)
         rc = -1;
     return rc ? -ENOTSUP : 0;
 }
