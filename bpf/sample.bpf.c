@@ -255,15 +255,18 @@ static __always_inline __u32 copy_stack(struct sample_event *ev, struct task_str
 /* -- Python frames ------------------------------------------------------------------------- */
 
 #define PY_WINDOW 4096 /* bytes of a thread's frames read at once (a power of two) */
-/* Code-object memory read at once: a page, which always reads whole when a block in it does.
- * The code objects of a module lie close together (made one after another at import, often of
- * one size class), and so do their names: one read serves the identity blocks or qualnames of
- * several frames of a stack. A stack's frames alternate between modules: PY_CODE_PAGES pages
- * are kept, half for code objects and half for names (a name's page must not evict the page of
- * the code objects that name it), one per page-number residue in each half. */
-#define PY_CODE_PAGE  4096
-#define PY_CODE_PAGES 8
-#define PY_NO_PAGE    (~0ull) /* a slot that holds no page (0 is one: the first page) */
+/* Code-object memory read at once: a page, which reads whole when a block in it does. The code
+ * objects of a module may lie side by side (made one after another at import, of one size
+ * class), and so may their names: one read then serves the identity blocks or qualnames of
+ * several frames. But a read costs ~0.15 µs plus its bytes when they are cold (two pages ~1 µs
+ * more than two blocks on a stack of one code object): a page is read only once a sample has
+ * met a second object in it. PY_CODE_WINS are kept, half for code objects and half for names (a
+ * name's must not evict the one of the code object that names it), one per page-number residue
+ * in each. */
+#define PY_CODE_WIN  4096
+#define PY_CODE_WINS 8
+#define PY_NO_WIN    (~0ull) /* a slot that holds nothing (0 is a page: the first) */
+#define PY_WIN_SEEN  1ull    /* on a page address: the slot holds one range of that page */
 
 /*
  * The walk's state, in the per-CPU scratch map with the slice being read and the chain so far
@@ -279,7 +282,7 @@ struct py_walk {
     __u64 mark;  /* frame address saved at each power-of-two step: seeing it again is a loop */
     __u64 floor; /* no window starts below this page when the frame is above it (sample_thread) */
     __u64 last_code, last_ident;           /* the previous frame's code object and its ident */
-    __u64 cpage[PY_CODE_PAGES];            /* the pages py_code_pages holds, read this sample */
+    __u64 cwin[PY_CODE_WINS];              /* the windows py_code_wins holds, read this sample */
     __u32 reads, codes, code_reads, quals; /* counts of the walk (counters, added at its end) */
     __u32 n;                               /* frames in fr */
     __u32 flags;
@@ -299,19 +302,18 @@ struct {
     __type(value, struct py_walk);
 } py_scratch SEC(".maps");
 
-/* Pages of code-object memory per program that records (py_walk.cpage says which): a map of
- * their own, as a per-CPU value is at most 32 KiB (this one: all of it) and the walk's is near
- * that. */
-struct py_code_page {
-    __u8 b[PY_CODE_PAGES][PY_CODE_PAGE];
+/* Windows of code-object memory per program that records (py_walk.cwin says which): a map of
+ * their own, as a per-CPU value is at most 32 KiB and the walk's is near that. */
+struct py_code_wins {
+    __u8 b[PY_CODE_WINS][PY_CODE_WIN];
 };
 
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
     __uint(max_entries, SAMPLE_REC_LEVELS);
     __type(key, __u32);
-    __type(value, struct py_code_page);
-} py_code_pages SEC(".maps");
+    __type(value, struct py_code_wins);
+} py_code_wins SEC(".maps");
 
 /* 8-byte field at `off` of the slice (offsets come from a map: masked into the slice). */
 static __always_inline __u64 slice_u64(const struct py_walk *w, __u32 off)
@@ -332,32 +334,33 @@ static __always_inline __u8 win_u8(const struct py_walk *w, __u32 at, __u32 off)
 
 /*
  * Where the bytes [a, a + len) of the target's memory, as read this sample, lie: *pb is set to
- * the slot of py_code_pages that holds them and their offset there returned; -1 when they cannot
+ * the slot of py_code_wins that holds them and their offset there returned; -1 when they cannot
  * be read. A slot of the half `half` (0: code objects, 1: names) holds a page of its page-number
- * residue, read at most once a sample; a range across a page's end is read alone, to its slot's
- * start (the next page may not be mapped).
+ * residue, read at most once a sample, or the range the sample met first in that page (read
+ * alone to the slot's start, as is a range across a page's end).
  */
-static __always_inline long py_mem(struct py_walk *w, struct py_code_page *cp, __u64 a, __u32 len, __u32 half,
+static __always_inline long py_mem(struct py_walk *w, struct py_code_wins *cw, __u64 a, __u32 len, __u32 half,
                                    __u8 **pb)
 {
-    __u64 page = a & ~(PY_CODE_PAGE - 1ull);
-    __u32 slot = (half * (PY_CODE_PAGES / 2) + ((page / PY_CODE_PAGE) & (PY_CODE_PAGES / 2 - 1))) &
-                 (PY_CODE_PAGES - 1);
+    __u64 base = a & ~(PY_CODE_WIN - 1ull);
+    __u32 slot =
+        (half * (PY_CODE_WINS / 2) + ((base / PY_CODE_WIN) & (PY_CODE_WINS / 2 - 1))) & (PY_CODE_WINS - 1);
 
-    *pb = cp->b[slot];
-    if (a + len > page + PY_CODE_PAGE) {
-        w->code_reads++;
-        w->cpage[slot] = PY_NO_PAGE;
-        return bpf_probe_read_user(*pb, len, (void *)a) ? -1 : 0;
-    }
-    if (page != w->cpage[slot]) {
-        w->code_reads++;
-        w->cpage[slot] = PY_NO_PAGE;
-        if (bpf_probe_read_user(*pb, PY_CODE_PAGE, (void *)page))
+    bool inside = a + len <= base + PY_CODE_WIN;
+
+    *pb = cw->b[slot];
+    if (inside && w->cwin[slot] == base)
+        return a - base;
+    w->code_reads++;
+    if (inside && w->cwin[slot] == (base | PY_WIN_SEEN)) {
+        w->cwin[slot] = PY_NO_WIN;
+        if (bpf_probe_read_user(*pb, PY_CODE_WIN, (void *)base))
             return -1;
-        w->cpage[slot] = page;
+        w->cwin[slot] = base;
+        return a - base;
     }
-    return a - page;
+    w->cwin[slot] = inside ? base | PY_WIN_SEEN : PY_NO_WIN;
+    return bpf_probe_read_user(*pb, len, (void *)a) ? -1 : 0;
 }
 
 /*
@@ -366,15 +369,14 @@ static __always_inline long py_mem(struct py_walk *w, struct py_code_page *cp, _
  * frame: by then the object may be freed and the address another code object's. A frame that
  * runs the same code as its callee (recursion) reuses the callee's: both are alive now. The
  * qualname's words only where the block has no co_version set (sample_py_versioned). Each read
- * of user memory is a helper call, ~0.14 µs in the target whatever its size up to a page (a
- * kernel read ~0.03): block and qualname come out of the pages this sample read (py_mem), which
- * serve the code objects and names beside them too.
+ * of user memory is a helper call, ~0.14 µs in the target (a kernel read ~0.03): block and
+ * qualname come out of the pages this sample read (py_mem) where it met others in them.
  */
 __noinline int py_ident(struct py_walk *w, __u64 code)
 {
     __u32 len, ver, n;
     __u64 h = 0, word, qual[2];
-    struct py_code_page *cp;
+    struct py_code_wins *cw;
     __u8 *pb, *qb;
     long at, qat;
 
@@ -383,11 +385,11 @@ __noinline int py_ident(struct py_walk *w, __u64 code)
     if (code == w->last_code)
         return 0;
     len = w->L.co_id_len;
-    cp = bpf_map_lookup_elem(&py_code_pages, &w->level);
-    if (!cp || len < 8 || len > SAMPLE_PY_ID_MAX)
+    cw = bpf_map_lookup_elem(&py_code_wins, &w->level);
+    if (!cw || len < 8 || len > SAMPLE_PY_ID_MAX)
         return -1;
     w->codes++;
-    at = py_mem(w, cp, code + w->L.co_id_lo, len, 0, &pb);
+    at = py_mem(w, cw, code + w->L.co_id_lo, len, 0, &pb);
     if (at < 0)
         return -1;
     /* Folded in place, zero past the block's length as sample_py_ident does: the block is
@@ -395,21 +397,21 @@ __noinline int py_ident(struct py_walk *w, __u64 code)
     n = len / 8;
 #pragma clang loop unroll(full)
     for (__s32 i = 0; i < SAMPLE_PY_ID_MAX / 8; i++) {
-        word = *(const __u64 *)&pb[(at + i * 8) & (PY_CODE_PAGE - 8)];
+        word = *(const __u64 *)&pb[(at + i * 8) & (PY_CODE_WIN - 8)];
         /* all ones while i < n: no branch, so no state for the verifier to fork */
         h = sample_py_mix(h, word & (__u64)((__s64)(i - (__s32)n) >> 63));
     }
     ver = w->L.co_id_version;
     qual[0] = qual[1] = 0;
-    if (!ver || !*(const __u32 *)&pb[(at + ver) & (PY_CODE_PAGE - 4)]) {
+    if (!ver || !*(const __u32 *)&pb[(at + ver) & (PY_CODE_WIN - 4)]) {
         w->quals++;
         /* the str's length and hash words (8-aligned: pykernel_layout) */
-        word = *(const __u64 *)&pb[(at + w->L.co_id_qualname) & (PY_CODE_PAGE - 8)];
-        qat = py_mem(w, cp, word + w->L.str_length, sizeof(qual), 1, &qb);
+        word = *(const __u64 *)&pb[(at + w->L.co_id_qualname) & (PY_CODE_WIN - 8)];
+        qat = py_mem(w, cw, word + w->L.str_length, sizeof(qual), 1, &qb);
         if (qat < 0)
             return -1;
-        qual[0] = *(const __u64 *)&qb[qat & (PY_CODE_PAGE - 8)];
-        qual[1] = *(const __u64 *)&qb[(qat + 8) & (PY_CODE_PAGE - 8)];
+        qual[0] = *(const __u64 *)&qb[qat & (PY_CODE_WIN - 8)];
+        qual[1] = *(const __u64 *)&qb[(qat + 8) & (PY_CODE_WIN - 8)];
     }
     h = sample_py_mix(sample_py_mix(h, qual[0]), qual[1]);
     w->last_code = code;
@@ -576,7 +578,7 @@ static __always_inline void py_capture(struct sample_event *ev, struct sample_th
     w->wbase = w->wend = w->mark = 0;
     w->floor = th->py_floor;
     w->last_code = w->last_ident = 0;
-    __builtin_memset(w->cpage, 0xff, sizeof(w->cpage)); /* PY_NO_PAGE */
+    __builtin_memset(w->cwin, 0xff, sizeof(w->cwin)); /* PY_NO_WIN */
     w->level = level;
     w->reads = w->codes = w->code_reads = w->quals = 0;
     w->n = 0;
