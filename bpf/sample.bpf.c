@@ -332,35 +332,40 @@ static __always_inline __u8 win_u8(const struct py_walk *w, __u32 at, __u32 off)
     return w->win[(at + off) & (PY_WINDOW - 1)];
 }
 
+/* The slot of py_code_wins for address `a` in half `half` (0: code objects, 1: names). */
+static __always_inline __u32 py_mem_slot(__u64 a, __u32 half)
+{
+    return (half * (PY_CODE_WINS / 2) + ((a / PY_CODE_WIN) & (PY_CODE_WINS / 2 - 1))) & (PY_CODE_WINS - 1);
+}
+
 /*
- * Where the bytes [a, a + len) of the target's memory, as read this sample, lie: *pb is set to
- * the slot of py_code_wins that holds them and their offset there returned; -1 when they cannot
- * be read. A slot of the half `half` (0: code objects, 1: names) holds a page of its page-number
- * residue, read at most once a sample, or the range the sample met first in that page (read
- * alone to the slot's start, as is a range across a page's end).
+ * Where the bytes [a, a + len) of the target's memory, as read this sample, lie in their slot
+ * (py_mem_slot): their offset there, or -1 when they cannot be read. A slot holds a page of its
+ * page-number residue, read at most once a sample, or the range the sample met first in that
+ * page (read alone to the slot's start, as is a range across a page's end). A global function:
+ * checked once, where inlined at its two calls each of its outcomes was a state of its own for
+ * the rest of py_ident (docs/architecture.md).
  */
-static __always_inline long py_mem(struct py_walk *w, struct py_code_wins *cw, __u64 a, __u32 len, __u32 half,
-                                   __u8 **pb)
+__noinline long py_mem(struct py_walk *w, struct py_code_wins *cw, __u64 a, __u64 len, __u32 half)
 {
     __u64 base = a & ~(PY_CODE_WIN - 1ull);
-    __u32 slot =
-        (half * (PY_CODE_WINS / 2) + ((base / PY_CODE_WIN) & (PY_CODE_WINS / 2 - 1))) & (PY_CODE_WINS - 1);
-
+    __u32 slot = py_mem_slot(a, half);
     bool inside = a + len <= base + PY_CODE_WIN;
 
-    *pb = cw->b[slot];
+    if (!w || !cw || len > SAMPLE_PY_ID_MAX)
+        return -1;
     if (inside && w->cwin[slot] == base)
         return a - base;
     w->code_reads++;
     if (inside && w->cwin[slot] == (base | PY_WIN_SEEN)) {
         w->cwin[slot] = PY_NO_WIN;
-        if (bpf_probe_read_user(*pb, PY_CODE_WIN, (void *)base))
+        if (bpf_probe_read_user(cw->b[slot], PY_CODE_WIN, (void *)base))
             return -1;
         w->cwin[slot] = base;
         return a - base;
     }
     w->cwin[slot] = inside ? base | PY_WIN_SEEN : PY_NO_WIN;
-    return bpf_probe_read_user(*pb, len, (void *)a) ? -1 : 0;
+    return bpf_probe_read_user(cw->b[slot], len, (void *)a) ? -1 : 0;
 }
 
 /*
@@ -389,13 +394,15 @@ __noinline int py_ident(struct py_walk *w, __u64 code)
     if (!cw || len < 8 || len > SAMPLE_PY_ID_MAX)
         return -1;
     w->codes++;
-    at = py_mem(w, cw, code + w->L.co_id_lo, len, 0, &pb);
+    at = py_mem(w, cw, code + w->L.co_id_lo, len, 0);
     if (at < 0)
         return -1;
+    pb = cw->b[py_mem_slot(code + w->L.co_id_lo, 0)];
     /* Folded in place, zero past the block's length as sample_py_ident does: the block is
-     * 8-aligned (code objects and co_id_lo are: py_step, pykernel_layout). */
+     * 8-aligned (code objects and co_id_lo are: py_step, pykernel_layout). A loop the verifier
+     * walks once per state that reaches it: unrolled, it was checked anew in each. */
     n = len / 8;
-#pragma clang loop unroll(full)
+#pragma clang loop unroll(disable)
     for (__s32 i = 0; i < SAMPLE_PY_ID_MAX / 8; i++) {
         word = *(const __u64 *)&pb[(at + i * 8) & (PY_CODE_WIN - 8)];
         /* all ones while i < n: no branch, so no state for the verifier to fork */
@@ -407,9 +414,10 @@ __noinline int py_ident(struct py_walk *w, __u64 code)
         w->quals++;
         /* the str's length and hash words (8-aligned: pykernel_layout) */
         word = *(const __u64 *)&pb[(at + w->L.co_id_qualname) & (PY_CODE_WIN - 8)];
-        qat = py_mem(w, cw, word + w->L.str_length, sizeof(qual), 1, &qb);
+        qat = py_mem(w, cw, word + w->L.str_length, sizeof(qual), 1);
         if (qat < 0)
             return -1;
+        qb = cw->b[py_mem_slot(word + w->L.str_length, 1)];
         qual[0] = *(const __u64 *)&qb[qat & (PY_CODE_WIN - 8)];
         qual[1] = *(const __u64 *)&qb[(qat + 8) & (PY_CODE_WIN - 8)];
     }
