@@ -282,7 +282,7 @@ struct py_walk {
     __u64 mark;  /* frame address saved at each power-of-two step: seeing it again is a loop */
     __u64 floor; /* no window starts below this page when the frame is above it (sample_thread) */
     __u64 last_code, last_ident;           /* the previous frame's code object and its ident */
-    __u64 cwin[PY_CODE_WINS];              /* the windows py_code_wins holds, read this sample */
+    __u64 cwin[PY_CODE_WINS];              /* what py_code_wins holds this sample (py_mem) */
     __u32 reads, codes, code_reads, quals; /* counts of the walk (counters, added at its end) */
     __u32 n;                               /* frames in fr */
     __u32 flags;
@@ -302,8 +302,8 @@ struct {
     __type(value, struct py_walk);
 } py_scratch SEC(".maps");
 
-/* Windows of code-object memory per program that records (py_walk.cwin says which): a map of
- * their own, as a per-CPU value is at most 32 KiB and the walk's is near that. */
+/* Pages of code-object and name memory per program that records (py_walk.cwin says which): a
+ * map of their own, as a per-CPU value is at most 32 KiB and the walk's is near that. */
 struct py_code_wins {
     __u8 b[PY_CODE_WINS][PY_CODE_WIN];
 };

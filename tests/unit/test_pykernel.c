@@ -465,7 +465,8 @@ static void test_program_reads_chains(void **state)
     assert_int_equal(s.truncated, 0);
 
     /* 1000 frames: all of them (the cap is 1024). Their code objects lie 64 to a page, some
-     * blocks across a page's end: each page is read once a sample, a block across it alone. */
+     * blocks across a page's end: a page is read whole once a sample (after its first block
+     * alone), a block across its end alone. */
     f = spare(bufs, &s);
     build(f, 1000, false, s.tid);
     publish(smp, &s, f);
