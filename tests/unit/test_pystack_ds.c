@@ -566,6 +566,33 @@ static void forged_stack(void **state)
     set_leaf(&g, f4);
     expect(ps, &prof, (int[]){7, 6, 2, 1, 0}, 5, &calls);
     pystack_get_stats(ps, &st);
+    /* A leaf whose code reference is cleared had been popped when its bytes were read (3.14+
+     * clear it as they pop a frame, before the thread state names the caller), and so may its
+     * caller: read again; still so, the chain starts at the first frame not popped, marked (it
+     * used to end at the leaf: no frame, no sample). Once the thread state names that frame,
+     * its chain is of one instant. */
+    w64(pid, f4 + L->f_code, 0);
+    w64(pid, f3 + L->f_code, 0);
+    st0 = st;
+    n = pystack_read(ps, FAKE_TID, fr, 256, &flags);
+    pystack_get_stats(ps, &st);
+    assert_true(flags & PYSTACK_BROKEN);
+    assert_int_equal(n, 3);
+    for (int k = 0; k < 3; k++) {
+        char name[16];
+        snprintf(name, sizeof(name), "ds%d", 2 - k);
+        assert_string_equal(prof.frames[fr[k].frame].name, name);
+    }
+    assert_true(st.ds_torn_retries - st0.ds_torn_retries >= 1);
+    assert_int_equal(st.ds_popped_leaves - st0.ds_popped_leaves,
+                     2 * (st.ds_torn_retries - st0.ds_torn_retries + 1));
+    set_leaf(&g, F0 + 2 * 128);
+    expect(ps, &prof, (int[]){2, 1, 0}, 3, NULL);
+    frame(&g, f3, 6, F0 + 2 * 128);
+    frame(&g, f4, 7, f3);
+    set_leaf(&g, f4);
+    expect(ps, &prof, (int[]){7, 6, 2, 1, 0}, 5, &calls);
+    pystack_get_stats(ps, &st);
     /* A caller above its callee in the chunk: the bytes at f3 were written after its frame was
      * popped (no live frame links up), so they and what they point to are of another instant:
      * the chain ends below f3's callee, cut and counted as torn, nothing of f3 or above reported. */

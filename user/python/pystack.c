@@ -419,6 +419,7 @@ read:
     size_t n = 0;
     uint32_t j = 0;
     bool bad_link = false; /* the chain ended on a `previous` that no live frame holds */
+    size_t popped = 0;     /* leaf-side frames found popped, passed over */
     ps->stamp++;
     for (uint64_t addr = top; addr && !(fl & PYSTACK_BROKEN);) {
         if (n == ps->o.max_depth) {
@@ -500,6 +501,16 @@ read:
         rw->instr = u64_at(f, L->f_instr);
         rw->owner = f[L->f_owner];
         rw->is_entry = L->f_is_entry >= 0 ? f[L->f_is_entry] : 0;
+        /* A leaf whose code reference is cleared is a frame the thread had returned from by the
+         * time its bytes were read (3.14+ clear f_executable as they pop a frame, before the
+         * thread state names the caller), as may be its callers: a torn read (below), whose
+         * chain starts at the first frame not popped, still linked from them. */
+        if (!n && rw->owner < 3 && !rw->code) {
+            popped++;
+            ps->st.ds_popped_leaves++;
+            addr = u64_at(f, L->f_previous);
+            continue;
+        }
         /* Owners are 0..2 (3.11), 0..3 (3.12, 3.13, 3.15) or 0..4 (3.14); anything else is not a
          * frame, nor is one whose code object is not 8-aligned (none is). */
         if (rw->owner > L->f_owner_max || (rw->owner < 3 && (!rw->code || (rw->code & 7)))) {
@@ -521,7 +532,7 @@ read:
      * where it is now (the prediction learns it); torn every time, the chain is marked, not
      * trusted. */
     size_t cut = fl & PYSTACK_BROKEN ? 0 : torn_frames(ps, dw, n);
-    if (cut) {
+    if (cut || popped) {
         ps->st.ds_torn++;
         if (retries < TORN_RETRIES && ps->r.st.calls - calls0 < ps->o.max_reads) {
             retries++;
@@ -748,4 +759,5 @@ void pystack_stats(const struct pystack *ps, struct stats out)
     stats_count(out, "datastack_torn", s->ds_torn);
     stats_count(out, "datastack_torn_retries", s->ds_torn_retries);
     stats_count(out, "datastack_torn_dropped", s->ds_torn_dropped);
+    stats_count(out, "datastack_popped_leaves", s->ds_popped_leaves);
 }

@@ -70,10 +70,11 @@ struct pystack_stats {
     uint64_t truncated, errors, loops, budget_exhausted, bad_code;
     uint64_t ds_window_frames;            /* frames served by the data-stack window of the batch */
     uint64_t ds_gap_reads, ds_gap_frames; /* data-stack gap reads, and the frames they served */
-    uint64_t ds_torn;         /* chains ended at a frame of the current chunk that was no longer live, or
-                                 holding frames the thread had left while the batch was read */
-    uint64_t ds_torn_retries; /* torn batches read again */
-    uint64_t ds_torn_dropped; /* leaf-side frames of chains torn at every read, left out */
+    uint64_t ds_torn;          /* chains ended at a frame of the current chunk that was no longer live, or
+                                  holding frames the thread had left while the batch was read */
+    uint64_t ds_torn_retries;  /* torn batches read again */
+    uint64_t ds_torn_dropped;  /* leaf-side frames of chains torn at every read, left out */
+    uint64_t ds_popped_leaves; /* leaf-side frames found popped (code cleared), passed over */
 };
 
 #endif
