@@ -267,6 +267,8 @@ static __always_inline __u32 copy_stack(struct sample_event *ev, struct task_str
 #define PY_CODE_WINS 8
 #define PY_NO_WIN    (~0ull) /* a slot that holds nothing (0 is a page: the first) */
 #define PY_WIN_SEEN  1ull    /* on a page address: the slot holds one range of that page */
+/* The slots as one array: py_mem's offsets are into it. */
+#define PY_CODE_MEM (PY_CODE_WINS * PY_CODE_WIN)
 
 /*
  * The walk's state, in the per-CPU scratch map with the slice being read and the chain so far
@@ -339,12 +341,12 @@ static __always_inline __u32 py_mem_slot(__u64 a, __u32 half)
 }
 
 /*
- * Where the bytes [a, a + len) of the target's memory, as read this sample, lie in their slot
- * (py_mem_slot): their offset there, or -1 when they cannot be read. A slot holds a page of its
- * page-number residue, read at most once a sample, or the range the sample met first in that
- * page (read alone to the slot's start, as is a range across a page's end). A global function:
- * checked once, where inlined at its two calls each of its outcomes was a state of its own for
- * the rest of py_ident (docs/architecture.md).
+ * Where the bytes [a, a + len) of the target's memory, as read this sample, lie in py_code_wins:
+ * their offset in its slots taken as one array, or -1 when they cannot be read. Their slot
+ * (py_mem_slot) holds a page of its page-number residue, read at most once a sample, or the range
+ * the sample met first in that page (read alone to the slot's start, as is a range across a
+ * page's end). A global function: checked once, where inlined at its two calls each of its
+ * outcomes was a state of its own for the rest of py_ident (docs/architecture.md).
  */
 __noinline long py_mem(struct py_walk *w, struct py_code_wins *cw, __u64 a, __u64 len, __u32 half)
 {
@@ -355,17 +357,17 @@ __noinline long py_mem(struct py_walk *w, struct py_code_wins *cw, __u64 a, __u6
     if (!w || !cw || len > SAMPLE_PY_ID_MAX)
         return -1;
     if (inside && w->cwin[slot] == base)
-        return a - base;
+        return (long)slot * PY_CODE_WIN + (long)(a - base);
     w->code_reads++;
     if (inside && w->cwin[slot] == (base | PY_WIN_SEEN)) {
         w->cwin[slot] = PY_NO_WIN;
         if (bpf_probe_read_user(cw->b[slot], PY_CODE_WIN, (void *)base))
             return -1;
         w->cwin[slot] = base;
-        return a - base;
+        return (long)slot * PY_CODE_WIN + (long)(a - base);
     }
     w->cwin[slot] = inside ? base | PY_WIN_SEEN : PY_NO_WIN;
-    return bpf_probe_read_user(cw->b[slot], len, (void *)a) ? -1 : 0;
+    return bpf_probe_read_user(cw->b[slot], len, (void *)a) ? -1 : (long)slot * PY_CODE_WIN;
 }
 
 /*
@@ -382,7 +384,7 @@ __noinline int py_ident(struct py_walk *w, __u64 code)
     __u32 len, ver, n;
     __u64 h = 0, word, qual[2];
     struct py_code_wins *cw;
-    __u8 *pb, *qb;
+    __u8 *m;
     long at, qat;
 
     if (!w) /* a global function's pointer may be NULL for the verifier */
@@ -397,29 +399,28 @@ __noinline int py_ident(struct py_walk *w, __u64 code)
     at = py_mem(w, cw, code + w->L.co_id_lo, len, 0);
     if (at < 0)
         return -1;
-    pb = cw->b[py_mem_slot(code + w->L.co_id_lo, 0)];
+    m = cw->b[0];
     /* Folded in place, zero past the block's length as sample_py_ident does: the block is
      * 8-aligned (code objects and co_id_lo are: py_step, pykernel_layout). A loop the verifier
      * walks once per state that reaches it: unrolled, it was checked anew in each. */
     n = len / 8;
 #pragma clang loop unroll(disable)
     for (__s32 i = 0; i < SAMPLE_PY_ID_MAX / 8; i++) {
-        word = *(const __u64 *)&pb[(at + i * 8) & (PY_CODE_WIN - 8)];
+        word = *(const __u64 *)&m[(at + i * 8) & (PY_CODE_MEM - 8)];
         /* all ones while i < n: no branch, so no state for the verifier to fork */
         h = sample_py_mix(h, word & (__u64)((__s64)(i - (__s32)n) >> 63));
     }
     ver = w->L.co_id_version;
     qual[0] = qual[1] = 0;
-    if (!ver || !*(const __u32 *)&pb[(at + ver) & (PY_CODE_WIN - 4)]) {
+    if (!ver || !*(const __u32 *)&m[(at + ver) & (PY_CODE_MEM - 4)]) {
         w->quals++;
         /* the str's length and hash words (8-aligned: pykernel_layout) */
-        word = *(const __u64 *)&pb[(at + w->L.co_id_qualname) & (PY_CODE_WIN - 8)];
+        word = *(const __u64 *)&m[(at + w->L.co_id_qualname) & (PY_CODE_MEM - 8)];
         qat = py_mem(w, cw, word + w->L.str_length, sizeof(qual), 1);
         if (qat < 0)
             return -1;
-        qb = cw->b[py_mem_slot(word + w->L.str_length, 1)];
-        qual[0] = *(const __u64 *)&qb[qat & (PY_CODE_WIN - 8)];
-        qual[1] = *(const __u64 *)&qb[(qat + 8) & (PY_CODE_WIN - 8)];
+        qual[0] = *(const __u64 *)&m[qat & (PY_CODE_MEM - 8)];
+        qual[1] = *(const __u64 *)&m[(qat + 8) & (PY_CODE_MEM - 8)];
     }
     h = sample_py_mix(sample_py_mix(h, qual[0]), qual[1]);
     w->last_code = code;
