@@ -289,7 +289,6 @@ struct py_walk {
     __u32 n;                               /* frames in fr */
     __u32 flags;
     __u32 tgid;
-    __u32 level; /* the calling program's rec_level() */
     struct sample_pylayout L;
     __u8 slice[SAMPLE_PY_SLICE_MAX];
     __u8 win[PY_WINDOW];
@@ -305,7 +304,8 @@ struct {
 } py_scratch SEC(".maps");
 
 /* Pages of code-object and name memory per program that records (py_walk.cwin says which): a
- * map of their own, as a per-CPU value is at most 32 KiB and the walk's is near that. */
+ * map of their own, as a per-CPU value is at most 32 KiB and the walk's is near that. Looked up
+ * with the walk's state, once a walk (struct py_ctx). */
 struct py_code_wins {
     __u8 b[PY_CODE_WINS][PY_CODE_WIN];
 };
@@ -316,6 +316,12 @@ struct {
     __type(key, __u32);
     __type(value, struct py_code_wins);
 } py_code_wins SEC(".maps");
+
+/* What each step of the walk works in (bpf_loop takes it on the stack): both looked up once. */
+struct py_ctx {
+    struct py_walk *w;
+    struct py_code_wins *cw;
+};
 
 /* 8-byte field at `off` of the slice (offsets come from a map: masked into the slice). */
 static __always_inline __u64 slice_u64(const struct py_walk *w, __u32 off)
@@ -379,21 +385,19 @@ __noinline long py_mem(struct py_walk *w, struct py_code_wins *cw, __u64 a, __u6
  * of user memory is a helper call, ~0.14 µs in the target (a kernel read ~0.03): block and
  * qualname come out of the pages this sample read (py_mem) where it met others in them.
  */
-__noinline int py_ident(struct py_walk *w, __u64 code)
+__noinline int py_ident(struct py_walk *w, struct py_code_wins *cw, __u64 code)
 {
     __u32 len, ver, n;
     __u64 h = 0, word, qual[2];
-    struct py_code_wins *cw;
     __u8 *m;
     long at, qat;
 
-    if (!w) /* a global function's pointer may be NULL for the verifier */
+    if (!w || !cw) /* a global function's pointers may be NULL for the verifier */
         return -1;
     if (code == w->last_code)
         return 0;
     len = w->L.co_id_len;
-    cw = bpf_map_lookup_elem(&py_code_wins, &w->level);
-    if (!cw || len < 8 || len > SAMPLE_PY_ID_MAX)
+    if (len < 8 || len > SAMPLE_PY_ID_MAX)
         return -1;
     w->codes++;
     at = py_mem(w, cw, code + w->L.co_id_lo, len, 0);
@@ -439,9 +443,9 @@ __noinline int py_ident(struct py_walk *w, __u64 code)
  * frames too. When that read fails (the window would start below the mapping), only the slice
  * is read.
  */
-static long py_step(__u64 i, struct py_walk **wp)
+static long py_step(__u64 i, struct py_ctx *c)
 {
-    struct py_walk *w = *wp;
+    struct py_walk *w = c->w;
     __u32 len = w->L.f_len, at;
     __u64 code, instr, a, tag;
     __u8 owner, entry = 0;
@@ -505,7 +509,7 @@ static long py_step(__u64 i, struct py_walk **wp)
         return 1;
     }
     tag = entry ? SAMPLE_PY_TAG_ENTRY + owner : owner;
-    if (owner < 3 && py_ident(w, code)) {
+    if (owner < 3 && py_ident(w, c->cw, code)) {
         w->flags |= SAMPLE_PY_BROKEN;
         return 1;
     }
@@ -536,6 +540,7 @@ static __always_inline void py_capture(struct sample_event *ev, struct sample_th
                                        __u32 tid, __u32 size, __u32 level)
 {
     struct sample_pylayout *L;
+    struct py_code_wins *cw;
     struct py_walk *w;
     __u64 ts, top;
     __u64 off, nb;
@@ -554,7 +559,8 @@ static __always_inline void py_capture(struct sample_event *ev, struct sample_th
     L = bpf_map_lookup_elem(&py_layouts, &tgid);
     level = rec_level(level);
     w = bpf_map_lookup_elem(&py_scratch, &level);
-    if (!L || !w)
+    cw = bpf_map_lookup_elem(&py_code_wins, &level);
+    if (!L || !w || !cw)
         return;
     w->L = *L;
     len = w->L.ts_len;
@@ -588,13 +594,13 @@ static __always_inline void py_capture(struct sample_event *ev, struct sample_th
     w->floor = th->py_floor;
     w->last_code = w->last_ident = 0;
     __builtin_memset(w->cwin, 0xff, sizeof(w->cwin)); /* PY_NO_WIN */
-    w->level = level;
     w->reads = w->codes = w->code_reads = w->quals = 0;
     w->n = 0;
     w->flags = 0;
     w->tgid = tgid;
-    /* bpf_loop takes its context on the stack: a pointer to the walk there. */
-    bpf_loop(cfg_py_frames + 1, py_step, &w, 0);
+    struct py_ctx c = {.w = w, .cw = cw};
+
+    bpf_loop(cfg_py_frames + 1, py_step, &c, 0);
     /* Counted once a walk: a counter is a call, and a walk makes a read or identity a frame. */
     count_n(SAMPLE_CNT_PY_READS, w->reads);
     if (w->codes) {
