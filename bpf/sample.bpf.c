@@ -283,10 +283,10 @@ struct py_walk {
     __u64 wend;  /* end of what win holds */
     __u64 mark;  /* frame address saved at each power-of-two step: seeing it again is a loop */
     __u64 floor; /* no window starts below this page when the frame is above it (sample_thread) */
-    __u64 last_code, last_ident;           /* the previous frame's code object and its ident */
-    __u64 cwin[PY_CODE_WINS];              /* what py_code_wins holds this sample (py_mem) */
-    __u32 reads, codes, code_reads, quals; /* counts of the walk (counters, added at its end) */
-    __u32 n;                               /* frames in fr */
+    __u64 last_code, last_ident;             /* the previous frame's code object and its ident */
+    __u64 cwin[PY_CODE_WINS];                /* what py_code_wins holds this sample (py_mem) */
+    __u32 reads, idents, ident_reads, quals; /* counts of the walk (counters, added at its end) */
+    __u32 n;                                 /* frames in fr */
     __u32 flags;
     __u32 tgid;
     struct sample_pylayout L;
@@ -364,7 +364,7 @@ __noinline long py_mem(struct py_walk *w, struct py_code_wins *cw, __u64 a, __u6
         return -1;
     if (inside && w->cwin[slot] == base)
         return (long)slot * PY_CODE_WIN + (long)(a - base);
-    w->code_reads++;
+    w->ident_reads++;
     if (inside && w->cwin[slot] == (base | PY_WIN_SEEN)) {
         w->cwin[slot] = PY_NO_WIN;
         if (bpf_probe_read_user(cw->b[slot], PY_CODE_WIN, (void *)base))
@@ -399,7 +399,7 @@ __noinline int py_ident(struct py_walk *w, struct py_code_wins *cw, __u64 code)
     len = w->L.co_id_len;
     if (len < 8 || len > SAMPLE_PY_ID_MAX)
         return -1;
-    w->codes++;
+    w->idents++;
     at = py_mem(w, cw, code + w->L.co_id_lo, len, 0);
     if (at < 0)
         return -1;
@@ -594,7 +594,7 @@ static __always_inline void py_capture(struct sample_event *ev, struct sample_th
     w->floor = th->py_floor;
     w->last_code = w->last_ident = 0;
     __builtin_memset(w->cwin, 0xff, sizeof(w->cwin)); /* PY_NO_WIN */
-    w->reads = w->codes = w->code_reads = w->quals = 0;
+    w->reads = w->idents = w->ident_reads = w->quals = 0;
     w->n = 0;
     w->flags = 0;
     w->tgid = tgid;
@@ -603,9 +603,9 @@ static __always_inline void py_capture(struct sample_event *ev, struct sample_th
     bpf_loop(cfg_py_frames + 1, py_step, &c, 0);
     /* Counted once a walk: a counter is a call, and a walk makes a read or identity a frame. */
     count_n(SAMPLE_CNT_PY_READS, w->reads);
-    if (w->codes) {
-        count_n(SAMPLE_CNT_PY_CODES, w->codes);
-        count_n(SAMPLE_CNT_PY_IDENTS, w->code_reads);
+    if (w->idents) {
+        count_n(SAMPLE_CNT_PY_IDENTS, w->idents);
+        count_n(SAMPLE_CNT_PY_IDENT_READS, w->ident_reads);
     }
     if (w->quals)
         count_n(SAMPLE_CNT_PY_QUALS, w->quals);

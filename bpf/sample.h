@@ -121,8 +121,8 @@ enum sample_counter {
     SAMPLE_CNT_PY_BROKEN,       /* chains given up (read error, invalid frame) */
     SAMPLE_CNT_PY_READS,        /* reads of frame memory (a window or one frame's slice) */
     SAMPLE_CNT_PY_MISSES,       /* window reads that failed (the window crossed a mapping's start) */
-    SAMPLE_CNT_PY_CODES,        /* code identities taken (a frame's code unlike its callee's) */
-    SAMPLE_CNT_PY_IDENTS,       /* reads for them: a page, or one range (code objects, qualnames) */
+    SAMPLE_CNT_PY_IDENTS,       /* code identities taken (a frame's code unlike its callee's) */
+    SAMPLE_CNT_PY_IDENT_READS,  /* reads for them: a page, or one range (code objects, qualnames) */
     SAMPLE_CNT_PY_QUALS,        /* qualnames' length and hash folded in (no co_version set) */
     SAMPLE_CNT_OFFCPU_SWITCHES, /* target threads seen leaving the CPU (--mode offcpu, wall) */
     SAMPLE_CNT_OFFCPU_LOST,     /* their records or wake records the full ring dropped */

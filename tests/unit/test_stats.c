@@ -90,7 +90,7 @@ static void test_counts_printed(void **state)
 static void test_pykernel_rows(void **state)
 {
     struct pykernel *pk;
-    struct sampler_stats kc = {.py_reads = 10, .py_idents = 4};
+    struct sampler_stats kc = {.py_reads = 10, .py_ident_reads = 4};
     struct names k = {0};
 
     assert_int_equal(pykernel_open(&pk, NULL), 0);

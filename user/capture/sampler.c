@@ -532,9 +532,9 @@ int sampler_get_stats(struct sampler *s, struct sampler_stats *out)
     out->py_broken = sums[SAMPLE_CNT_PY_BROKEN];
     out->py_reads = sums[SAMPLE_CNT_PY_READS];
     out->py_misses = sums[SAMPLE_CNT_PY_MISSES];
-    out->py_idents = sums[SAMPLE_CNT_PY_IDENTS];
+    out->py_ident_reads = sums[SAMPLE_CNT_PY_IDENT_READS];
     out->py_quals = sums[SAMPLE_CNT_PY_QUALS];
-    out->py_codes = sums[SAMPLE_CNT_PY_CODES];
+    out->py_idents = sums[SAMPLE_CNT_PY_IDENTS];
     out->py_cframes = sums[SAMPLE_CNT_PY_CFRAMES];
     out->stack_ends_set = s->ends.set;
     out->stack_end_map_reads = s->ends.map_reads;

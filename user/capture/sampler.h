@@ -67,8 +67,8 @@ struct sampler_stats {
     uint64_t py_broken;           /* in-kernel chains given up (read error, invalid frame) */
     uint64_t py_reads;            /* reads of frame memory by the in-kernel walk (windows, slices) */
     uint64_t py_misses;           /* windows that started below their mapping (read again shorter) */
-    uint64_t py_codes;            /* code identities the walk took (frames unlike their callee) */
-    uint64_t py_idents;           /* its reads for them (a page, a block or a qualname's words) */
+    uint64_t py_idents;           /* code identities the walk took (frames unlike their callee) */
+    uint64_t py_ident_reads;      /* its reads for them (a page, a block or a qualname's words) */
     uint64_t py_quals;            /* identities that folded in their qualname (no co_version) */
     uint64_t py_cframes;          /* _PyCFrame reads (3.11, 3.12) the stack copy did not hold */
     uint64_t stack_ends_set;      /* threads whose stack end was handed to the program */

@@ -212,9 +212,9 @@ void pykernel_stats(const struct pykernel *pk, const struct sampler_stats *kc, s
         stats_ratio(out, "python_kernel_reads_per_sample", (double)kc->py_reads,
                     (double)st->samples_in_kernel, 2);
         stats_count(out, "python_kernel_window_misses", kc->py_misses);
-        stats_ratio(out, "python_kernel_idents_per_sample", (double)kc->py_codes,
+        stats_ratio(out, "python_kernel_idents_per_sample", (double)kc->py_idents,
                     (double)st->samples_in_kernel, 2);
-        stats_ratio(out, "python_kernel_ident_reads_per_sample", (double)kc->py_idents,
+        stats_ratio(out, "python_kernel_ident_reads_per_sample", (double)kc->py_ident_reads,
                     (double)st->samples_in_kernel, 2);
         stats_ratio(out, "python_kernel_qualname_reads_per_sample", (double)kc->py_quals,
                     (double)st->samples_in_kernel, 2);
